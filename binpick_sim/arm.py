@@ -1,0 +1,244 @@
+"""The Franka Panda of the seed's FrankaArm: joint position, joint velocity and top-down delta actions.
+
+Two ways to act: `set_*_targets` only hands targets to PyBullet's motors (the ROS node does this and
+lets its physics loop move the arm), while `move_to` / `apply_velocity` / `apply_delta` also step the
+world as the seed does (until the target is reached or `max_steps`, or one step for velocities).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import ArmConfig
+from .scene import Bin
+from .world import World
+
+ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
+FINGER_JOINT_NAMES = ("panda_finger_joint1", "panda_finger_joint2")
+JOINT_NAMES = ARM_JOINT_NAMES + FINGER_JOINT_NAMES
+GRASP_TARGET_LINK = "panda_grasptarget"
+FINGER_LINKS = ("panda_leftfinger", "panda_rightfinger")
+TOP_DOWN_ROLL = np.pi  # grasp-target z axis points at the floor
+SHAKE_HEIGHT = 0.03  # metres up and back down when verifying a grasp
+FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has finished moving
+FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+    def clip_position(self, q) -> np.ndarray:
+        return np.clip(q, self.lower, self.upper)
+
+    def clip_velocity(self, v) -> np.ndarray:
+        return np.clip(v, -self.velocity, self.velocity)
+
+
+class FrankaArm:
+    def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None):
+        self.world = world
+        self.config = config
+        self.workspace = workspace
+        c = world.client
+        orientation = c.getQuaternionFromEuler(np.radians(config.base_orientation_deg))
+        self.body = c.loadURDF("franka_panda/panda.urdf", config.base_position, orientation,
+                               useFixedBase=True, flags=c.URDF_USE_SELF_COLLISION)
+        self.link_index = {c.getJointInfo(self.body, j)[12].decode(): j for j in range(c.getNumJoints(self.body))}
+        by_joint = {c.getJointInfo(self.body, j)[1].decode(): j for j in range(c.getNumJoints(self.body))}
+        self.joints = [by_joint[name] for name in JOINT_NAMES]
+        self.finger_joints = self.joints[7:]
+        self.grasp_link = self.link_index[GRASP_TARGET_LINK]
+        self.finger_links = [self.link_index[name] for name in FINGER_LINKS]
+        infos = [c.getJointInfo(self.body, j) for j in self.joints]
+        self.limits = JointLimits(lower=np.array([i[8] for i in infos]), upper=np.array([i[9] for i in infos]),
+                                  effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
+        for link in self.finger_links:
+            c.changeDynamics(self.body, link, lateralFriction=1.0, spinningFriction=0.001)
+        # The real hand's fingers are mechanically coupled; a gear constraint makes them close
+        # symmetrically instead of one finger pushing the object into the other.
+        gear = c.createConstraint(self.body, self.finger_joints[0], self.body, self.finger_joints[1],
+                                  c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
+        c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
+        for j in self.finger_joints:
+            c.enableJointForceTorqueSensor(self.body, j, config.finger_force_sensors)
+        self.home = self.limits.clip_position(config.home)
+        self.reset()
+        self.tip_offset = self._measure_tip_offset()
+
+    def _measure_tip_offset(self) -> float:
+        """Height of the grasp target above the fingertips' lowest point, with the gripper pointing down
+        (the seed's "tip offset"), measured as the fingers' distance to a plane through the world origin."""
+        c = self.world.client
+        plane = c.createCollisionShape(c.GEOM_PLANE)
+        lowest = min(point[8] for link in self.finger_links
+                     for point in c.getClosestPoints(bodyA=self.body, bodyB=-1, distance=10.0, linkIndexA=link,
+                                                     collisionShapeB=plane))
+        return float(self.ee_pose()[0][2] - lowest)
+
+    # --- state --------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Teleport to the home pose, at rest, with the motors holding it and the gripper open."""
+        for j, q in zip(self.joints, self.home):
+            self.world.client.resetJointState(self.body, j, q, 0.0)
+        self.targets = self.home.copy()
+        self.gripper_open = True  # seed: reset leaves the gripper open
+        self.set_position_targets(self.home)
+
+    def joint_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints."""
+        states = self.world.client.getJointStates(self.body, self.joints)
+        return tuple(np.array([s[k] for s in states]) for k in (0, 1, 3))
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World position and xyzw quaternion of the grasp target (between the fingertips)."""
+        state = self.world.client.getLinkState(self.body, self.grasp_link, computeForwardKinematics=True)
+        return np.array(state[4]), np.array(state[5])
+
+    def ee_yaw(self) -> float:
+        _, quat = self.ee_pose()
+        return float(self.world.client.getEulerFromQuaternion(quat)[2])
+
+    def finger_wrenches(self) -> np.ndarray:
+        """2 x 6 reaction wrenches [Fx Fy Fz Mx My Mz] of the finger joints, in each joint's frame."""
+        states = self.world.client.getJointStates(self.body, self.finger_joints)
+        return np.array([s[2] for s in states])
+
+    def finger_forces(self) -> np.ndarray:
+        """Seed reading: the z-axis reaction force of each finger."""
+        return self.finger_wrenches()[:, 2]
+
+    # --- motor targets (no stepping) ----------------------------------------------------------
+    def set_position_targets(self, q) -> np.ndarray:
+        """Hand 9 position targets to the motors, clipped to the joint limits; returns what was set."""
+        q = self.limits.clip_position(np.asarray(q, dtype=float))
+        c = self.world.client
+        forces = self.limits.effort.copy()
+        forces[7:] = self.config.finger_force
+        for j, target, force, vmax in zip(self.joints, q, forces, self.limits.velocity):
+            c.setJointMotorControl2(self.body, j, c.POSITION_CONTROL, targetPosition=target,
+                                    force=force, maxVelocity=vmax)
+        self.targets = q
+        return q
+
+    def set_velocity_targets(self, v) -> np.ndarray:
+        """Hand 9 velocity targets to the motors, clipped to the velocity limits; returns what was set."""
+        v = self.limits.clip_velocity(np.asarray(v, dtype=float))
+        self.world.client.setJointMotorControlArray(self.body, self.joints, self.world.client.VELOCITY_CONTROL,
+                                                    targetVelocities=v.tolist(), forces=self.limits.effort.tolist())
+        self.targets = None
+        return v
+
+    def set_gripper(self, open_: bool) -> None:
+        """Open to the configured width or close fully, leaving the seven arm joints' targets alone."""
+        q = self.targets.copy() if self.targets is not None else self.joint_states()[0]
+        q[7:] = self.config.gripper_open if open_ else self.limits.lower[7:]
+        self.gripper_open = open_
+        self.set_position_targets(q)
+
+    def delta_targets(self, delta) -> np.ndarray:
+        """Joint targets for the seed's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
+
+        The new grasp-target position is the current one plus the delta, clipped to the workspace when
+        configured; the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
+        arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
+        """
+        delta = np.asarray(delta, dtype=float)
+        position, _ = self.ee_pose()
+        target = position + delta[:3]
+        if self.config.clip_delta_to_workspace and self.workspace is not None:
+            target = self.clip_to_workspace(target)
+        yaw = self.ee_yaw() + delta[3]
+        q = self.ik(target, yaw)
+        if delta[4] != 0:
+            self.gripper_open = bool(delta[4] > 0)
+        q[7:] = self.config.gripper_open if self.gripper_open else self.limits.lower[7:]
+        return self.limits.clip_position(q)
+
+    def ik(self, position, yaw: float) -> np.ndarray:
+        """Null-space IK for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
+        c = self.world.client
+        orientation = c.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
+        ranges = self.limits.upper - self.limits.lower
+        solution = c.calculateInverseKinematics(
+            self.body, self.grasp_link, list(position), orientation,
+            lowerLimits=self.limits.lower.tolist(), upperLimits=self.limits.upper.tolist(),
+            jointRanges=ranges.tolist(), restPoses=self.home.tolist(),
+            maxNumIterations=100, residualThreshold=1e-5)
+        q = np.array(solution[:9])
+        if self.targets is not None:
+            q[7:] = self.targets[7:]
+        return q
+
+    def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
+        high enough that the fingertips stay just clear of the floor, no upper limit."""
+        lower, upper = self.workspace.interior()
+        m = self.config.workspace_margin
+        floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
+        return np.array([lower[0] + m, lower[1] + m, floor]), np.array([upper[0] - m, upper[1] - m, np.inf])
+
+    def clip_to_workspace(self, point) -> np.ndarray:
+        lower, upper = self.workspace_bounds()
+        local = np.clip(self.workspace.to_local(point), lower, upper)
+        return self.workspace.to_world(local)
+
+    # --- seed actions that step the world -----------------------------------------------------
+    def move_to(self, q, check_fingers: bool = False) -> list[np.ndarray]:
+        """Position action: set targets, step until the arm joints are within tolerance or max_steps.
+
+        Returns the finger force readings of every step (empty when the sensors are off).
+        """
+        q = self.set_position_targets(q)
+        joints = slice(0, 9 if check_fingers else 7)
+        readings = []
+        for _ in range(self.config.max_steps):
+            self.world.step()
+            if self.config.finger_force_sensors:
+                readings.append(self.finger_forces())
+            if np.all(np.abs(self.joint_states()[0][joints] - q[joints]) < self.config.position_tolerance):
+                break
+        return readings
+
+    def apply_velocity(self, v) -> list[np.ndarray]:
+        """Velocity action: set (clipped) velocities and step once."""
+        self.set_velocity_targets(v)
+        self.world.step()
+        return [self.finger_forces()] if self.config.finger_force_sensors else []
+
+    def apply_delta(self, delta) -> list[np.ndarray]:
+        """Delta action: move the arm by IK, then open or close the gripper if that changed."""
+        was_open = self.gripper_open
+        q = self.delta_targets(delta)
+        readings = self.move_to(q)
+        if self.gripper_open != was_open:
+            readings += self.actuate_gripper(self.gripper_open)
+        return readings
+
+    def actuate_gripper(self, open_: bool) -> list[np.ndarray]:
+        """Open or close and step until the fingers stop (or max_steps when they squeeze an object)."""
+        self.set_gripper(open_)
+        readings, still = [], 0
+        for _ in range(self.config.max_steps):
+            self.world.step()
+            if self.config.finger_force_sensors:
+                readings.append(self.finger_forces())
+            still = still + 1 if np.all(np.abs(self.joint_states()[1][7:]) < FINGER_STOPPED) else 0
+            if still >= 10:
+                break
+        return readings
+
+    # --- grasping -----------------------------------------------------------------------------
+    def touching(self, body: int) -> bool:
+        """Seed grasp check: both fingers have a contact point with the body."""
+        c = self.world.client
+        return all(c.getContactPoints(self.body, body, link, -1) for link in self.finger_links)
+
+    def shake(self) -> None:
+        """Move up a little and back down, so that a loose grasp loses its object."""
+        for dz in (SHAKE_HEIGHT, -SHAKE_HEIGHT):
+            self.move_to(self.delta_targets([0, 0, dz, 0, 0]))

@@ -1,0 +1,152 @@
+"""The physics thread: steps one world in (scaled) real time and runs periodic work in sim time.
+
+The thread owns the PyBullet client while it runs. Other threads never touch the client; they hand
+it work with `call` (or `run`, which waits for the result), and that work runs between two steps.
+Publishers register with `every` and are called at their period of *sim* time, so rates hold in
+slow motion, fast forward and lock-step alike.
+"""
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Callable
+
+from .world import World
+
+MAX_LAG = 0.25  # wall seconds the loop may fall behind before it stops trying to catch up
+
+
+@dataclass
+class _Periodic:
+    period: float
+    callback: Callable[[], None]
+    due: float
+
+
+class PhysicsLoop:
+    def __init__(self, world: World, realtime_factor: float = 1.0, lockstep: bool = False):
+        self.world = world
+        self.realtime_factor = realtime_factor
+        self.lockstep = lockstep
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._periodic: list[_Periodic] = []
+        self._budget = 0  # steps still allowed in lock-step mode
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._recent = collections.deque(maxlen=2000)  # (wall time, step count) samples for rates
+        self.failures = 0
+
+    # --- other threads ------------------------------------------------------------------------
+    def call(self, fn: Callable, *args) -> Future:
+        """Run fn(*args) on the physics thread between two steps; the Future holds its result."""
+        future: Future = Future()
+        if self.on_physics_thread() or not self.running:
+            _resolve(future, fn, args)
+        else:
+            self._calls.put((future, fn, args))
+        return future
+
+    def run(self, fn: Callable, *args, timeout: float | None = 30.0):
+        """Like `call`, but wait for and return the result (re-raising its exception)."""
+        return self.call(fn, *args).result(timeout)
+
+    def advance(self, steps: int) -> None:
+        """Lock-step mode: allow the loop to take `steps` more physics steps."""
+        self.call(self._add_budget, steps)
+
+    def every(self, period: float, callback: Callable[[], None]) -> None:
+        """Call `callback` on the physics thread once per `period` seconds of sim time."""
+        if period <= 0:
+            raise ValueError(f"period must be > 0 s, got {period}")
+        self._periodic.append(_Periodic(period, callback, self.world.time + period))
+
+    def on_physics_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def rates(self) -> tuple[float, float]:
+        """(physics steps per wall second, real-time factor) over the last few seconds."""
+        samples = list(self._recent)
+        if len(samples) < 2 or samples[-1][0] <= samples[0][0]:
+            return 0.0, 0.0
+        (t0, n0), (t1, n1) = samples[0], samples[-1]
+        steps_per_second = (n1 - n0) / (t1 - t0)
+        return steps_per_second, steps_per_second * self.world.timestep
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="physics", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        self._calls.put(None)  # wake the thread if it waits for work
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._thread = None
+        self._drain(block_until=None)  # fail nothing silently: run what was still queued
+
+    # --- the thread ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            if self.lockstep and self._budget <= 0:
+                self._drain(block_until=time.monotonic() + 0.1)
+                deadline = time.monotonic()
+                continue
+            self._drain(block_until=None)
+            self._step()
+            if self.realtime_factor > 0 and not self.lockstep:
+                deadline += self.world.timestep / self.realtime_factor
+                now = time.monotonic()
+                if deadline < now - MAX_LAG:
+                    deadline = now
+                self._drain(block_until=deadline)
+
+    def _step(self) -> None:
+        self.world.step()
+        if self.lockstep:
+            self._budget -= 1
+        now = self.world.time
+        for task in self._periodic:
+            if now + 1e-9 >= task.due:
+                task.due = max(task.due + task.period, now)
+                try:
+                    task.callback()
+                except Exception:  # a broken publisher must not stop the physics
+                    self.failures += 1
+        self._recent.append((time.monotonic(), self.world.step_count))
+
+    def _drain(self, block_until: float | None) -> None:
+        """Run queued calls; if block_until is given, keep waiting for more until that wall time."""
+        while True:
+            timeout = None if block_until is None else block_until - time.monotonic()
+            try:
+                item = self._calls.get_nowait() if timeout is None or timeout <= 0 else self._calls.get(timeout=timeout)
+            except queue.Empty:
+                return
+            if item is None:
+                if self._stop.is_set():
+                    return
+                continue
+            _resolve(*item)
+
+    def _add_budget(self, steps: int) -> None:
+        self._budget += steps
+
+
+def _resolve(future: Future, fn: Callable, args) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(fn(*args))
+    except BaseException as exc:  # handed to the caller, who re-raises it
+        future.set_exception(exc)

@@ -1,0 +1,110 @@
+"""The `arm` node: joint position / velocity / delta commands in, joint states and forces out.
+
+A command only changes the motor targets; the physics thread then moves the arm toward them.
+Commands are checked on the executor thread and applied on the physics thread, so a rejected
+command never reaches the world.
+"""
+from __future__ import annotations
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+from ..arm import FINGER_LINKS, JOINT_NAMES
+from ..loop import PhysicsLoop
+from ..sim import BinPickingSim
+from . import convert
+from .diagnostics import BadCommand, NodeDiagnostics, finite_vector
+from .params import declare
+
+POSITION_TOPIC = "arm/position_commands"
+VELOCITY_TOPIC = "arm/velocity_commands"
+DELTA_TOPIC = "arm/delta_commands"
+
+
+class ArmNode(Node):
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
+        super().__init__("arm", **kwargs)
+        self.sim, self.arm, self.loop = sim, sim.arm, loop
+        rate = declare(self, "publish_rate", 100.0, "Rate of joint_states, arm/ee_pose and the finger wrenches, "
+                       "in Hz of sim time.", read_only=True)
+        self.velocity_timeout = declare(self, "velocity_timeout", 0.5,
+                                        "Sim seconds a velocity command lasts; then the arm holds its position "
+                                        "(0 = until the next command).", read_only=True)
+        self.last_velocity_command: float | None = None
+
+        self.joint_states_publisher = self.create_publisher(JointState, "joint_states", 10)
+        self.ee_pose_publisher = self.create_publisher(PoseStamped, "arm/ee_pose", 10)
+        self.wrench_publishers = [self.create_publisher(WrenchStamped, f"arm/{side}_finger/wrench", 10)
+                                  for side in ("left", "right")]
+        self.create_subscription(Float64MultiArray, POSITION_TOPIC, self.on_position, 10)
+        self.create_subscription(Float64MultiArray, VELOCITY_TOPIC, self.on_velocity, 10)
+        self.create_subscription(Float64MultiArray, DELTA_TOPIC, self.on_delta, 10)
+        self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"))
+        self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"))
+        self.create_service(Trigger, "arm/home", self.trigger(lambda: self.arm.set_position_targets(self.arm.home),
+                                                             "moving home"))
+        self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time)
+        if rate <= 0:
+            raise ValueError(f"publish_rate must be > 0 Hz, got {rate}")
+        self.loop.every(1.0 / rate, self.publish_state)
+
+    # --- commands (executor threads) ----------------------------------------------------------
+    def on_position(self, msg: Float64MultiArray) -> None:
+        self.command(POSITION_TOPIC, msg, self.apply_position, self.arm.limits.clip_position)
+
+    def on_velocity(self, msg: Float64MultiArray) -> None:
+        self.command(VELOCITY_TOPIC, msg, self.apply_velocity, self.arm.limits.clip_velocity)
+
+    def on_delta(self, msg: Float64MultiArray) -> None:
+        self.command(DELTA_TOPIC, msg, self.apply_delta, None, length=5)
+
+    def command(self, topic: str, msg, apply, clip, length: int = len(JOINT_NAMES)) -> None:
+        try:
+            values = finite_vector(msg.data, length)
+        except BadCommand as exc:
+            self.diagnostics.reject(topic, str(exc))
+            return
+        if clip is not None and not np.array_equal(clip(values), values):
+            self.diagnostics.clip(topic, "targets outside the joint limits were")
+        self.loop.call(apply, values)
+
+    def trigger(self, action, what: str):
+        def serve(request, response):
+            self.loop.run(self.stop_velocity_mode)
+            self.loop.run(action)
+            response.success, response.message = True, what
+            return response
+        return serve
+
+    # --- physics thread -----------------------------------------------------------------------
+    def apply_position(self, q) -> None:
+        self.last_velocity_command = None
+        self.arm.set_position_targets(q)
+
+    def apply_velocity(self, v) -> None:
+        self.last_velocity_command = self.sim.world.time
+        self.arm.set_velocity_targets(v)
+
+    def apply_delta(self, delta) -> None:
+        self.last_velocity_command = None
+        self.arm.set_position_targets(self.arm.delta_targets(delta))
+
+    def stop_velocity_mode(self) -> None:
+        if self.last_velocity_command is not None:
+            self.last_velocity_command = None
+            self.arm.set_position_targets(self.arm.joint_states()[0])
+
+    def publish_state(self) -> None:
+        now = self.sim.world.time
+        if (self.last_velocity_command is not None and self.velocity_timeout > 0
+                and now - self.last_velocity_command > self.velocity_timeout):
+            self.stop_velocity_mode()
+        position, velocity, effort = self.arm.joint_states()
+        self.joint_states_publisher.publish(convert.joint_state(now, JOINT_NAMES, position, velocity, effort))
+        self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
+        for publisher, frame, wrench in zip(self.wrench_publishers, FINGER_LINKS, self.arm.finger_wrenches()):
+            publisher.publish(convert.wrench_stamped(now, frame, wrench))

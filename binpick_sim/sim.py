@@ -1,0 +1,41 @@
+"""The whole cell built from one scene file: world, bins and objects, arm, camera."""
+from __future__ import annotations
+
+import numpy as np
+
+from .arm import FrankaArm
+from .camera import Camera
+from .config import Config
+from .policy import ObjectView, obj_vertices
+from .scene import BinScene
+from .world import World
+
+
+class BinPickingSim:
+    def __init__(self, config: Config, gui: bool | None = None):
+        self.config = config
+        self.world = World(config.simulation, gui=gui)
+        self.scene = BinScene(self.world, config.scene)
+        self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
+        self.camera = Camera(self.world, config.camera, arm=self.arm)
+
+    def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
+        """New episode: arm home, pick bin refilled. The same seed gives the same episode."""
+        if seed is not None:
+            self.world.seed(seed)
+        self.arm.reset()
+        self.scene.reset(keep_object_type=keep_object_type)
+
+    def close(self) -> None:
+        self.world.close()
+
+    def object_views(self) -> list[ObjectView]:
+        """Every object's pose and scaled mesh, as the world/objects markers describe them."""
+        c = self.world.client
+        views = []
+        for obj in self.scene.objects:
+            position, orientation = c.getBasePositionAndOrientation(obj.body)
+            shape = c.getVisualShapeData(obj.body)[0]
+            vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+            views.append(ObjectView(obj.name, np.array(position), np.array(orientation), vertices))
+        return views

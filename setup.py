@@ -1,0 +1,31 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "binpick_sim"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*")),
+        (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="binpick_sim developers",
+    maintainer_email="binpick-sim@example.com",
+    description="PyBullet bin-picking cell served as ROS 2 nodes, with Gymnasium envs.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "sim = binpick_sim.nodes.stack:main",
+            "demo = binpick_sim.demo:main",
+        ],
+    },
+)
