@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import ArmConfig
+from .ik import PandaIK
 from .scene import Bin
 from .world import World
 
@@ -47,7 +48,8 @@ class FrankaArm:
         c = world.client
         orientation = c.getQuaternionFromEuler(np.radians(config.base_orientation_deg))
         self.body = c.loadURDF("franka_panda/panda.urdf", config.base_position, orientation,
-                               useFixedBase=True, flags=c.URDF_USE_SELF_COLLISION)
+                               useFixedBase=True,
+                               flags=c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS)
         self.link_index = {c.getJointInfo(self.body, j)[12].decode(): j for j in range(c.getNumJoints(self.body))}
         by_joint = {c.getJointInfo(self.body, j)[1].decode(): j for j in range(c.getNumJoints(self.body))}
         self.joints = [by_joint[name] for name in JOINT_NAMES]
@@ -67,6 +69,8 @@ class FrankaArm:
         for j in self.finger_joints:
             c.enableJointForceTorqueSensor(self.body, j, config.finger_force_sensors)
         self.home = self.limits.clip_position(config.home)
+        self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
+                              self.home, self.grasp_link, self.joints)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
 
@@ -109,8 +113,12 @@ class FrankaArm:
         return np.array([s[2] for s in states])
 
     def finger_forces(self) -> np.ndarray:
-        """Seed reading: the z-axis reaction force of each finger."""
-        return self.finger_wrenches()[:, 2]
+        """Squeeze force of each finger [N]: the magnitude of its joint's reaction force.
+
+        (The seed reads the z component; in PyBullet's frame for these joints the squeeze shows up on x,
+        so the magnitude is the reading that means the same thing.)
+        """
+        return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
 
     # --- motor targets (no stepping) ----------------------------------------------------------
     def set_position_targets(self, q) -> np.ndarray:
@@ -160,18 +168,12 @@ class FrankaArm:
         return self.limits.clip_position(q)
 
     def ik(self, position, yaw: float) -> np.ndarray:
-        """Null-space IK for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
-        c = self.world.client
-        orientation = c.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
-        ranges = self.limits.upper - self.limits.lower
-        solution = c.calculateInverseKinematics(
-            self.body, self.grasp_link, list(position), orientation,
-            lowerLimits=self.limits.lower.tolist(), upperLimits=self.limits.upper.tolist(),
-            jointRanges=ranges.tolist(), restPoses=self.home.tolist(),
-            maxNumIterations=100, residualThreshold=1e-5)
-        q = np.array(solution[:9])
+        """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
+        orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
+        start = self.joint_states()[0]
         if self.targets is not None:
-            q[7:] = self.targets[7:]
+            start[7:] = self.targets[7:]
+        q, _ = self.solver.solve(start, position, orientation)
         return q
 
     def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:

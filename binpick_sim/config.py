@@ -87,7 +87,7 @@ class ArmConfig:
     gripper_open: float = 0.02
     finger_force_sensors: bool = True
     clip_delta_to_workspace: bool = True
-    workspace_margin: float = 0.01
+    workspace_margin: float = 0.015
     position_tolerance: float = 0.002
     max_steps: int = 240
     finger_force: float = 40.0
@@ -113,9 +113,11 @@ class CameraConfig:
     far: float = 3.0
 
     def __post_init__(self):
-        _check(self.width > 0 and self.height > 0, "width/height", "must be > 0 pixels")
+        _check(self.width > 0, "width", "must be > 0 pixels")
+        _check(self.height > 0, "height", "must be > 0 pixels")
         _check(0 < self.fov_deg < 180, "fov_deg", "must be in (0, 180) degrees")
-        _check(0 < self.near < self.far, "near/far", "need 0 < near < far (metres)")
+        _check(self.near > 0, "near", "must be > 0 m")
+        _check(self.far > self.near, "far", "must be > near")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import numpy as np
 import pybullet_data
 
 from .config import BinConfig, SceneConfig
+from .policy import obj_vertices
 from .world import World, connect
 
 GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points
@@ -184,11 +185,11 @@ class BinScene:
 
 @lru_cache(maxsize=None)
 def _largest_extent(urdf: Path) -> float:
-    """Largest side of the object's unscaled bounding box, measured in a scratch client."""
+    """Largest side of the object's unscaled mesh, read in a scratch client (exact, unlike its AABB)."""
     scratch = connect()
     try:
-        body = scratch.loadURDF(str(urdf))
-        lower, upper = scratch.getAABB(body)
-        return float(max(np.subtract(upper, lower)))
+        shape = scratch.getVisualShapeData(scratch.loadURDF(str(urdf)))[0]
+        vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+        return float(np.max(vertices.max(axis=0) - vertices.min(axis=0)))
     finally:
         scratch.disconnect()

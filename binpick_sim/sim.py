@@ -27,6 +27,7 @@ class BinPickingSim:
         self.scene.reset(keep_object_type=keep_object_type)
 
     def close(self) -> None:
+        self.arm.solver.close()
         self.world.close()
 
     def object_views(self) -> list[ObjectView]:

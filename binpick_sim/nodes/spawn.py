@@ -1,0 +1,48 @@
+"""Run the `sim` executable as a child process, the way `ros2 run` or a launch file would."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+STOP_TIMEOUT = 5.0
+
+
+def ros_args(parameters: dict[str, object]) -> list[str]:
+    """`--ros-args -p name:=value ...`; a `node:name` key sets a parameter of that node only."""
+    args = ["--ros-args"]
+    for name, value in parameters.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        args += ["-p", f"{name}:={text}"]
+    return args
+
+
+class SimProcess:
+    """The simulation in its own process; `stop()` sends Ctrl-C and waits, as a user would."""
+
+    def __init__(self, parameters: dict[str, object] | None = None, log: Path | None = None, env=None):
+        command = [sys.executable, "-m", "binpick_sim.nodes.stack", *ros_args(parameters or {})]
+        self.log_file = open(log, "w") if log else subprocess.DEVNULL
+        self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        if self.running():
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.log_file is not subprocess.DEVNULL:
+            self.log_file.close()
+        return self.process.returncode
+
+    def __enter__(self) -> "SimProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,61 @@
+"""Shared fixtures. Every test process gets its own ROS domain and keeps DDS on loopback."""
+import os
+
+# Before rclpy loads: a domain of our own, so parallel runs (or a user's running stack) are not heard.
+os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+
+import pytest  # noqa: E402
+
+from binpick_sim.config import load_config  # noqa: E402
+from binpick_sim.paths import default_config  # noqa: E402
+from binpick_sim.sim import BinPickingSim  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def config():
+    return load_config(default_config())
+
+
+@pytest.fixture
+def sim(config):
+    sim = BinPickingSim(config)
+    sim.reset(seed=0)
+    yield sim
+    sim.close()
+
+
+@pytest.fixture
+def ros_context():
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(context=context)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+def parameters(**values):
+    from rclpy.parameter import Parameter
+
+    return [Parameter(name, value=value) for name, value in values.items()]
+
+
+@pytest.fixture
+def stack(ros_context):
+    """The world, arm and camera nodes in this process, running as fast as possible."""
+    from binpick_sim.nodes.stack import SimStack
+
+    with SimStack(ros_context, {"world": parameters(realtime_factor=0.0)}) as running:
+        yield running
+
+
+@pytest.fixture
+def client(ros_context, stack):
+    from binpick_sim.nodes.client import SimClient
+
+    client = SimClient("test_client", context=ros_context)
+    client.wait_for_topics(["joint_states", "arm/ee_pose", "world/objects"], timeout=30)
+    yield client
+    client.close()

@@ -1,0 +1,151 @@
+"""The Panda's actions: targets reached, limits clipped, IK deltas, gripper, sensors, grasp check."""
+import numpy as np
+import pytest
+
+from binpick_sim.arm import JOINT_NAMES
+
+READY = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.02, 0.02])
+
+
+def move_above_pick_bin(sim, height=0.12):
+    """Deltas are clipped to the pick bin's workspace, so start inside it."""
+    target = sim.scene.pick_bin.to_world([0, 0, height])
+    sim.arm.apply_delta([*(target - sim.arm.ee_pose()[0]), 0, 0])
+    assert np.linalg.norm(sim.arm.ee_pose()[0] - target) < 0.003
+
+
+def test_position_action_reaches_the_target(sim):
+    arm = sim.arm
+    arm.move_to(READY, check_fingers=True)
+    position = arm.joint_states()[0]
+    assert np.abs(position[:7] - READY[:7]).max() < arm.config.position_tolerance
+    assert np.abs(position[7:] - READY[7:]).max() < 1e-3
+
+
+def test_position_targets_are_clipped_to_the_joint_limits(sim):
+    arm = sim.arm
+    wild = np.array([10.0, -10.0, 0, 5.0, 0, -5.0, 0, 1.0, -1.0])
+    applied = arm.set_position_targets(wild)
+    assert np.all(applied >= arm.limits.lower) and np.all(applied <= arm.limits.upper)
+    assert applied[0] == arm.limits.upper[0] and applied[1] == arm.limits.lower[1]
+    sim.world.step(480)
+    position = arm.joint_states()[0]
+    assert np.all(position >= arm.limits.lower - 0.02) and np.all(position <= arm.limits.upper + 0.02)
+
+
+def test_velocity_action_is_clipped_and_steps_once(sim):
+    arm = sim.arm
+    steps = sim.world.step_count
+    applied = arm.set_velocity_targets([100.0] + [0.0] * 8)
+    assert applied[0] == pytest.approx(arm.limits.velocity[0])
+    arm.apply_velocity([1.0] + [0.0] * 8)
+    assert sim.world.step_count == steps + 1
+    for _ in range(60):
+        arm.apply_velocity([1.0] + [0.0] * 8)
+    assert arm.joint_states()[1][0] == pytest.approx(1.0, abs=0.05)
+
+
+@pytest.mark.parametrize("delta", [[0.05, 0, 0], [0, 0.04, 0], [0, 0, 0.06], [-0.03, -0.03, 0.02]])
+def test_delta_action_moves_the_gripper_by_the_commanded_amount(sim, delta):
+    """Tolerance: 3 mm, and the gripper stays top-down."""
+    arm = sim.arm
+    move_above_pick_bin(sim)
+    start, _ = arm.ee_pose()
+    arm.apply_delta([*delta, 0, 0])
+    end, orientation = arm.ee_pose()
+    assert np.linalg.norm(end - start - delta) < 0.003
+    z_axis = np.array(sim.world.client.getMatrixFromQuaternion(orientation)).reshape(3, 3)[:, 2]
+    assert z_axis[2] < -0.99  # the gripper's approach axis points down
+
+
+def test_delta_yaw_turns_the_gripper(sim):
+    arm = sim.arm
+    move_above_pick_bin(sim)
+    yaw = arm.ee_yaw()
+    arm.apply_delta([0, 0, 0, 0.5, 0])
+    assert arm.ee_yaw() - yaw == pytest.approx(0.5, abs=0.02)
+
+
+def test_delta_targets_are_clipped_to_the_workspace(sim):
+    arm = sim.arm
+    pick_bin = sim.scene.pick_bin
+    lower, upper = arm.workspace_bounds()
+    move_above_pick_bin(sim)
+    arm.apply_delta([0.5, -0.5, 0, 0, 0])  # far past two walls: stops at the margin
+    local = pick_bin.to_local(arm.ee_pose()[0])
+    assert local[:2] == pytest.approx([upper[0], lower[1]], abs=0.003)
+    move_above_pick_bin(sim)
+    arm.apply_delta([0, 0, -1.0, 0, 0])  # through the floor: stops with the fingertips just above it
+    assert pick_bin.to_local(arm.ee_pose()[0])[2] == pytest.approx(lower[2], abs=0.003)
+    fingertips = min(sim.world.client.getAABB(arm.body, link)[0][2] for link in arm.finger_links)
+    assert fingertips > pick_bin.to_world([0, 0, 0])[2]
+    arm.apply_delta([0, 0, 0.5, 0, 0])  # no upper limit
+    assert pick_bin.to_local(arm.ee_pose()[0])[2] > 0.4
+
+
+def test_clipping_can_be_switched_off(config):
+    import dataclasses
+
+    from binpick_sim.sim import BinPickingSim
+
+    free = dataclasses.replace(config, arm=dataclasses.replace(config.arm, clip_delta_to_workspace=False))
+    sim = BinPickingSim(free)
+    try:
+        start, _ = sim.arm.ee_pose()
+        sim.arm.apply_delta([-0.1, 0, 0, 0, 0])  # the home pose is outside the bin: no clipping
+        assert np.linalg.norm(sim.arm.ee_pose()[0] - start - [-0.1, 0, 0]) < 0.003
+    finally:
+        sim.close()
+
+
+def test_gripper_opens_to_the_configured_width_and_closes(sim):
+    arm = sim.arm
+    arm.actuate_gripper(False)
+    assert arm.joint_states()[0][7:] == pytest.approx([0, 0], abs=2e-3)
+    assert not arm.gripper_open
+    arm.actuate_gripper(True)
+    assert arm.joint_states()[0][7:] == pytest.approx([arm.config.gripper_open] * 2, abs=1e-3)
+
+
+def grasp_a_box(sim, size=0.02):
+    """Put a box in the pick bin under the gripper and close on it."""
+    c = sim.world.client
+    for obj in list(sim.scene.objects):
+        sim.scene.remove_object(obj.name)
+    centre = sim.scene.pick_bin.to_world([0, 0, 0.005 + size / 2])
+    half = size / 2
+    box = c.createMultiBody(0.05, c.createCollisionShape(c.GEOM_BOX, halfExtents=[half] * 3),
+                            c.createVisualShape(c.GEOM_BOX, halfExtents=[half] * 3), centre.tolist())
+    arm = sim.arm
+    arm.apply_delta([*(centre + [0, 0, 0.08] - arm.ee_pose()[0]), -arm.ee_yaw(), 1])
+    arm.apply_delta([*(centre - arm.ee_pose()[0]), 0, 1])
+    arm.apply_delta([0, 0, 0, 0, -1])
+    return box
+
+
+def test_finger_sensors_feel_a_squeeze(sim):
+    arm = sim.arm
+    assert np.abs(arm.finger_forces()).max() < 1.0  # nothing held
+    box = grasp_a_box(sim)
+    readings = arm.apply_delta([0, 0, 0.05, 0, -1])
+    assert arm.touching(box)
+    assert len(readings) > 0 and np.abs(readings[-1]).min() > 1.0  # both fingers push [N]
+    assert arm.joint_states()[0][7:].sum() == pytest.approx(0.02, abs=0.003)  # the box keeps them apart
+
+
+def test_shake_keeps_a_firm_grasp_and_loses_nothing_else(sim):
+    arm = sim.arm
+    box = grasp_a_box(sim)
+    arm.apply_delta([0, 0, 0.1, 0, -1])
+    arm.shake()
+    assert arm.touching(box)
+    assert sim.world.client.getBasePositionAndOrientation(box)[0][2] > 0.08
+    arm.actuate_gripper(True)
+    sim.world.step(240)
+    assert not arm.touching(box)
+
+
+def test_joint_states_report_nine_named_joints(sim):
+    position, velocity, effort = sim.arm.joint_states()
+    assert len(JOINT_NAMES) == len(position) == len(velocity) == len(effort) == 9
+    assert np.abs(effort[1]) > 1.0  # the shoulder holds the arm up against gravity

@@ -1,0 +1,84 @@
+"""A bad scene file fails at start-up with the file and the key in the message."""
+import copy
+
+import pytest
+import yaml
+
+from binpick_sim.config import ConfigError, load_config, required_keys
+from binpick_sim.paths import default_config
+
+
+@pytest.fixture
+def scene_data():
+    return yaml.safe_load(default_config().read_text())
+
+
+def write(tmp_path, data):
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def drop(data, dotted):
+    *parents, last = dotted.split(".")
+    for key in parents:
+        data = data[key]
+    del data[last]
+
+
+def test_default_scene_loads():
+    config = load_config(default_config())
+    assert config.scene.pick_bin.size == (0.16, 0.16, 0.04)
+    assert len(config.arm.home) == 9
+
+
+def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
+    keys = required_keys()
+    assert {"scene.pick_bin.position", "arm.base_position", "camera.position"} <= set(keys)
+    for key in keys:
+        data = copy.deepcopy(scene_data)
+        drop(data, key)
+        with pytest.raises(ConfigError, match=rf"{key.replace('.', '[.]')}: required key is missing"):
+            load_config(write(tmp_path, data))
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("scene.pick_bin.size", [0.1, 0.1], "scene.pick_bin.size: expected 3 values, got 2"),
+    ("scene.pick_bin.size", "big", "scene.pick_bin.size: expected a list"),
+    ("scene.pick_bin.min_objects", 2.5, "scene.pick_bin.min_objects: expected an integer"),
+    ("scene.pick_bin.max_objects", 0, "scene.pick_bin.max_objects: must be >= min_objects"),
+    ("scene.object_set", "validation", "scene.object_set: expected one of"),
+    ("simulation.timestep", -1, "simulation.timestep: must be > 0"),
+    ("simulation.gui", "yes", "simulation.gui: expected true or false"),
+    ("arm.home", [0.0] * 7, "arm.home: needs 9 values"),
+    ("camera.fov_deg", float("nan"), "camera.fov_deg: expected a finite number"),
+    ("camera.width", 0, "camera.width: must be > 0"),
+    ("camera.far", 0.001, "camera.far: must be > near"),
+])
+def test_mistyped_values_name_the_key(tmp_path, scene_data, key, value, expected):
+    data = copy.deepcopy(scene_data)
+    *parents, last = key.split(".")
+    node = data
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    with pytest.raises(ConfigError, match=expected.replace("[", r"\[").replace(".", "[.]")):
+        load_config(write(tmp_path, data))
+
+
+def test_unknown_key_is_a_typo(tmp_path, scene_data):
+    scene_data["scene"]["pick_bin"]["sise"] = [1, 1, 1]
+    with pytest.raises(ConfigError, match=r"scene[.]pick_bin[.]sise: unknown key"):
+        load_config(write(tmp_path, scene_data))
+
+
+def test_unreadable_and_invalid_files(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read the scene file"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scene: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    bad.write_text("- a list")
+    with pytest.raises(ConfigError, match="top level: expected a mapping"):
+        load_config(bad)

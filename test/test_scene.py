@@ -1,0 +1,94 @@
+"""The bin scene: counts, sizes, settling inside the pick bin, bookkeeping of removed objects."""
+import numpy as np
+import pytest
+
+from binpick_sim.policy import obj_vertices
+from binpick_sim.scene import object_files
+
+
+def largest_dimension(sim, obj):
+    """Largest side of the object's oriented mesh (the bounding box PyBullet reports adds margins)."""
+    shape = sim.world.client.getVisualShapeData(obj.body)[0]
+    vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+    return float(np.max(vertices.max(axis=0) - vertices.min(axis=0)))
+
+
+def test_object_count_and_size_follow_the_config(sim, config):
+    pick = config.scene.pick_bin
+    counts = set()
+    for seed in range(6):
+        sim.reset(seed=seed)
+        counts.add(sim.scene.object_count)
+        assert pick.min_objects <= sim.scene.object_count <= pick.max_objects
+        for obj in sim.scene.objects:
+            assert 0.01 - 1e-6 <= largest_dimension(sim, obj) <= 0.03 + 1e-6
+        assert len({obj.urdf for obj in sim.scene.objects}) == 1  # one type per episode
+    assert len(counts) > 1  # the count is drawn, not fixed
+
+
+def test_objects_settle_inside_the_pick_bin(sim):
+    c = sim.world.client
+    for obj in sim.scene.objects:
+        position = sim.scene.object_position(obj)
+        assert sim.scene.pick_bin.contains(position), obj.name
+        assert sim.scene.pick_bin.to_local(position)[2] < sim.scene.pick_bin.config.size[2]  # below the rim
+        linear, _ = c.getBaseVelocity(obj.body)
+        assert np.linalg.norm(linear) < 0.05, f"{obj.name} still moving"
+
+
+def test_bins_are_hollow(sim):
+    """A cube dropped into the drop bin lands on its floor, not on a lid."""
+    c = sim.world.client
+    drop_bin = sim.scene.drop_bin
+    cube = c.loadURDF("cube_small.urdf", drop_bin.to_world([0, 0, 0.1]).tolist())  # 5 cm cube
+    sim.world.step(300)
+    floor = drop_bin.to_world([0, 0, drop_bin.config.wall_thickness])[2]
+    assert c.getBasePositionAndOrientation(cube)[0][2] == pytest.approx(floor + 0.025, abs=0.002)
+
+
+def test_objects_that_leave_the_bins_are_removed(sim):
+    c = sim.world.client
+    first, *rest = sim.scene.objects
+    before = sim.scene.object_count
+    c.resetBasePositionAndOrientation(first.body, [2.0, 2.0, 0.05], [0, 0, 0, 1])
+    assert sim.scene.remove_objects_outside_bins() == [first.name]
+    assert sim.scene.object_count == before - 1
+    assert [o.name for o in sim.scene.objects] == [o.name for o in rest]
+    with pytest.raises(KeyError, match="no object named 'object_0'"):
+        sim.scene.object_named("object_0")
+
+
+def test_same_seed_same_episode(sim, config):
+    def episode(seed):
+        sim.reset(seed=seed)
+        return sim.scene.object_urdf, [tuple(np.round(sim.scene.object_position(o), 6)) for o in sim.scene.objects]
+
+    from binpick_sim.sim import BinPickingSim
+
+    other = BinPickingSim(config)
+    try:
+        other.reset(seed=3)
+        expected = other.scene.object_urdf, [tuple(np.round(other.scene.object_position(o), 6))
+                                             for o in other.scene.objects]
+    finally:
+        other.close()
+    assert episode(3) == expected
+    assert episode(4) != expected
+
+
+def test_keep_object_type(sim):
+    sim.reset(seed=1)
+    kind = sim.scene.object_urdf
+    sim.reset(keep_object_type=True)
+    assert sim.scene.object_urdf == kind
+    kinds = set()
+    for _ in range(3):
+        sim.reset()
+        kinds.add(sim.scene.object_urdf)
+    assert len(kinds) > 1
+
+
+def test_train_and_test_sets_are_disjoint():
+    train, test = object_files("train"), object_files("test")
+    assert len(train) == 900 and len(test) == 100
+    assert not set(train) & set(test)
