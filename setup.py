@@ -21,7 +21,6 @@ setup(
     maintainer_email="binpick-sim@example.com",
     description="PyBullet bin-picking cell served as ROS 2 nodes, with Gymnasium envs.",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "sim = binpick_sim.nodes.stack:main",

@@ -14,6 +14,7 @@ import numpy as np
 from .config import CameraConfig
 from .world import World
 
+FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
 # camera_link -> camera_optical_frame, the standard rpy (-pi/2, 0, -pi/2) as a rotation matrix
 LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
@@ -72,9 +73,18 @@ class Camera:
         return self.world.client.computeViewMatrix(position.tolist(), (position + forward).tolist(), (-down).tolist())
 
     def intrinsics(self) -> np.ndarray:
-        """3x3 K in ROS's convention (pixel centres at integer coordinates) matching the projection."""
+        """3x3 K in ROS's convention (pixel centres at integer coordinates) matching the rendered images.
+
+        The principal point depends on the renderer: OpenGL puts the optical axis at (w/2 - 0.5, h/2 - 0.5);
+        TinyRenderer samples pixels at integer screen coordinates and flips rows, which moves it to
+        (w/2, h/2 - 1). The camera test measures this against rendered markers.
+        """
         fy = (self.height / 2) / np.tan(np.radians(self.config.fov_deg) / 2)
-        return np.array([[fy, 0.0, self.width / 2 - 0.5], [0.0, fy, self.height / 2 - 0.5], [0.0, 0.0, 1.0]])
+        if self.renderer == self.world.client.ER_TINY_RENDERER:
+            cx, cy = self.width / 2, self.height / 2 - 1
+        else:
+            cx, cy = self.width / 2 - 0.5, self.height / 2 - 0.5
+        return np.array([[fy, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
 
     def render(self, segmentation: bool = True) -> Frame:
         c = self.world.client
@@ -90,5 +100,5 @@ class Camera:
         """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf."""
         near, far = self.config.near, self.config.far
         depth = far * near / (far - (far - near) * depth_buffer)
-        depth[depth_buffer >= 1.0] = np.inf
+        depth[depth_buffer >= FAR_BUFFER] = np.inf
         return depth.astype(np.float32)

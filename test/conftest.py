@@ -51,11 +51,15 @@ def stack(ros_context):
         yield running
 
 
+STATE_TOPICS = ["joint_states", "arm/ee_pose", "world/objects"]
+
+
 @pytest.fixture
 def client(ros_context, stack):
-    from binpick_sim.nodes.client import SimClient
+    """A client of the in-process stack that does not watch the camera (so nothing is rendered)."""
+    from binpick_sim.nodes.client import TOPICS, SimClient
 
-    client = SimClient("test_client", context=ros_context)
-    client.wait_for_topics(["joint_states", "arm/ee_pose", "world/objects"], timeout=30)
+    client = SimClient("test_client", context=ros_context, topics={t: TOPICS[t] for t in STATE_TOPICS})
+    client.wait_for_topics(STATE_TOPICS, timeout=30)
     yield client
     client.close()

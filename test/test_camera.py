@@ -1,0 +1,93 @@
+"""The camera: metric depth along the optical axis, intrinsics that match the rendering, mounting."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from binpick_sim.camera import Camera
+from binpick_sim.sim import BinPickingSim
+
+HEIGHT = 0.5  # camera above the empty floor behind the robot, looking straight down
+SPOT = (-1.0, 1.0)
+
+
+@pytest.fixture
+def looking_down(config):
+    camera = dataclasses.replace(config.camera, parent="world", position=(*SPOT, HEIGHT),
+                                 orientation_deg=(0.0, 90.0, 0.0), width=160, height=120)
+    sim = BinPickingSim(dataclasses.replace(config, camera=camera))
+    yield sim
+    sim.close()
+
+
+def test_depth_is_the_distance_along_the_optical_axis(looking_down):
+    frame = looking_down.camera.render()
+    assert frame.depth.dtype == np.float32 and frame.depth.shape == (120, 160)
+    # every pixel sees the floor at the same depth, corners included (a ray length would be longer there)
+    assert frame.depth == pytest.approx(np.full_like(frame.depth, HEIGHT), abs=0.002)
+    assert np.all(frame.segmentation == looking_down.scene.ground)
+
+
+def test_depth_of_a_box_top_and_infinity_past_the_far_plane(looking_down, config):
+    sim = looking_down
+    c = sim.world.client
+    half = 0.05
+    box = c.createMultiBody(0, c.createCollisionShape(c.GEOM_BOX, halfExtents=[half] * 3),
+                            c.createVisualShape(c.GEOM_BOX, halfExtents=[half] * 3), [*SPOT, half])
+    frame = sim.camera.render()
+    assert frame.segmentation[60, 80] == box
+    assert frame.depth[60, 80] == pytest.approx(HEIGHT - 2 * half, abs=0.002)
+    far = dataclasses.replace(sim.camera.config, far=0.3)
+    assert np.all(np.isinf(Camera(sim.world, far).render().depth))
+
+
+def test_intrinsics_match_the_rendered_projection(looking_down):
+    """A marker placed off-centre shows up where K projects it."""
+    sim = looking_down
+    c = sim.world.client
+    point = np.array([SPOT[0] + 0.08, SPOT[1] - 0.05, 0.1])
+    marker = c.createMultiBody(0, -1, c.createVisualShape(c.GEOM_SPHERE, radius=0.01), point.tolist())
+    frame = sim.camera.render()
+    rows, cols = np.nonzero(frame.segmentation == marker)
+    assert len(rows) > 10
+    position, rotation = sim.camera.optical_pose()
+    in_camera = rotation.T @ (point - position)
+    u, v, w = sim.camera.intrinsics() @ in_camera
+    assert (u / w, v / w) == pytest.approx((cols.mean(), rows.mean()), abs=0.25)
+    # and K agrees with PyBullet's OpenGL projection matrix
+    projection = np.array(sim.camera.projection).reshape(4, 4).T
+    k = sim.camera.intrinsics()
+    assert k[0, 0] == pytest.approx(projection[0, 0] * 160 / 2)
+    assert k[1, 1] == pytest.approx(projection[1, 1] * 120 / 2)
+
+
+def test_optical_frame_convention(looking_down):
+    """camera_optical_frame: z forward (down here), and x right / y down in the image."""
+    _, rotation = looking_down.camera.optical_pose()
+    assert rotation[:, 2] == pytest.approx([0, 0, -1], abs=1e-9)
+    _, link = looking_down.camera.link_pose()
+    assert rotation[:, 0] == pytest.approx(-link[:, 1], abs=1e-9)  # image right = camera_link's -y
+
+
+def test_mounted_camera_follows_its_link(config):
+    camera = dataclasses.replace(config.camera, parent="panda_hand", position=(0.05, 0.0, 0.05),
+                                 orientation_deg=(0.0, -90.0, 0.0), width=64, height=64)
+    sim = BinPickingSim(dataclasses.replace(config, camera=camera))
+    try:
+        c = sim.world.client
+        before, _ = sim.camera.link_pose()
+        sim.arm.move_to(sim.arm.home + [0.4, 0, 0, 0, 0, 0, 0, 0, 0])
+        after, rotation = sim.camera.link_pose()
+        hand = c.getLinkState(sim.arm.body, sim.arm.link_index["panda_hand"], computeForwardKinematics=True)
+        hand_rotation = np.array(c.getMatrixFromQuaternion(hand[5])).reshape(3, 3)
+        assert after == pytest.approx(np.array(hand[4]) + hand_rotation @ [0.05, 0, 0.05], abs=1e-9)
+        assert np.linalg.norm(after - before) > 0.05
+        assert sim.camera.render().rgb.shape == (64, 64, 3)
+    finally:
+        sim.close()
+
+
+def test_unknown_parent_frame_is_refused(config):
+    camera = dataclasses.replace(config.camera, parent="panda_nose")
+    with pytest.raises(ValueError, match="camera.parent: unknown frame 'panda_nose'"):
+        BinPickingSim(dataclasses.replace(config, camera=camera))

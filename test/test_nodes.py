@@ -1,0 +1,172 @@
+"""The nodes over real DDS: commands in, states and images out, resets, and garbage rejected."""
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64MultiArray
+
+from binpick_sim.arm import JOINT_NAMES
+from binpick_sim.nodes.client import TOPICS, SimClient
+
+TARGET = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03])
+
+
+def wait_for_joints(client, target, tolerance=0.01, timeout=30):
+    client.spin_until(lambda: np.abs(client.joint_positions() - target).max() < tolerance, timeout,
+                      f"joints at {np.round(target, 2).tolist()}")
+
+
+def settle(client, seconds=0.3):
+    """Let `seconds` of sim time pass."""
+    client.wait_for_stamp("joint_states", client.stamp("joint_states") + seconds)
+
+
+def test_joint_states_name_all_nine_joints(client):
+    msg = client.latest["joint_states"]
+    assert list(msg.name) == list(JOINT_NAMES)
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 9
+    assert client.latest["arm/ee_pose"].header.frame_id == "world"
+
+
+def test_position_command_is_reached(client):
+    client.send("position", TARGET)
+    wait_for_joints(client, TARGET)
+
+
+def test_velocity_command_moves_then_holds_after_its_timeout(client):
+    start = client.joint_positions()[0]
+    client.send("velocity", [0.5] + [0.0] * 8)
+    client.spin_until(lambda: client.latest["joint_states"].velocity[0] > 0.4, 20, "joint 1 turning")
+    settle(client, 1.0)  # past the 0.5 s velocity_timeout
+    assert abs(client.latest["joint_states"].velocity[0]) < 0.02
+    moved = client.joint_positions()[0] - start
+    assert 0.15 < moved < 0.35  # about 0.5 rad/s for the 0.5 s the command lasted
+
+
+def test_delta_command_moves_the_gripper(client, stack):
+    above_bin = stack.sim.scene.pick_bin.to_world([0, 0, 0.12])
+    client.send("delta", [*(above_bin - client.ee_pose()[0]), 0, 0])
+    client.spin_until(lambda: np.linalg.norm(client.ee_pose()[0] - above_bin) < 0.003, 30, "gripper above bin")
+    settle(client)
+    start = client.ee_pose()[0]
+    client.send("delta", [0.03, -0.02, 0.01, 0, 0])
+    expected = start + [0.03, -0.02, 0.01]
+    client.spin_until(lambda: np.linalg.norm(client.ee_pose()[0] - expected) < 0.003, 30, "gripper moved")
+
+
+def test_gripper_and_home_services(client, stack):
+    assert client.call("arm/close_gripper").success
+    client.spin_until(lambda: client.joint_positions()[7:].max() < 0.002, 20, "fingers closed")
+    assert client.call("arm/open_gripper").success
+    client.spin_until(lambda: np.abs(client.joint_positions()[7:] - 0.02).max() < 0.002, 20, "fingers open")
+    client.send("position", TARGET)
+    wait_for_joints(client, TARGET)
+    assert client.call("arm/home").success
+    wait_for_joints(client, stack.sim.arm.home)
+
+
+def test_clock_drives_every_stamp(ros_context, client):
+    ticks = []
+    client.node.create_subscription(Clock, "/clock", lambda m: ticks.append(m.clock.sec + m.clock.nanosec * 1e-9), 10)
+    client.spin_until(lambda: len(ticks) > 20, 20, "/clock")
+    assert ticks == sorted(ticks)
+    settle(client, 0.05)
+    assert client.stamp("joint_states") <= max(ticks) + 0.05
+
+
+def test_reset_starts_a_new_seeded_episode(ros_context, client):
+    def snapshot():
+        client.wait_for_new("world/objects", 2)
+        return sorted((m.text, round(m.pose.position.x, 4), round(m.pose.position.y, 4))
+                      for m in client.latest["world/objects"].markers if m.action == m.ADD)
+
+    parameters = AsyncParameterClient(client.node, "world")
+    client.spin_until(lambda: parameters.services_are_ready(), 20, "world's parameter services")
+
+    def reset_with_seed(seed):
+        future = parameters.set_parameters([Parameter("seed", value=seed)])
+        client.spin_until(future.done, 20, "seed set")
+        assert future.result().results[0].successful
+        answer = client.call("world/reset")
+        assert answer.success and f"seed {seed}" in answer.message
+        return snapshot()
+
+    first = reset_with_seed(5)
+    unseeded = client.call("world/reset")
+    assert unseeded.success and "seed" not in unseeded.message
+    assert snapshot() != first
+    assert reset_with_seed(5) == first
+
+    bad = parameters.set_parameters([Parameter("seed", value=-3)])
+    client.spin_until(bad.done, 20, "bad seed refused")
+    assert not bad.result().results[0].successful
+
+
+def diagnostics_of(client, node_name):
+    arrays = []
+    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
+
+    def status():
+        found = [s for a in arrays for s in a.status if s.name == node_name]
+        return {kv.key: kv.value for kv in found[-1].values} if found else None
+    return status
+
+
+@pytest.mark.parametrize("kind, length", [("position", 9), ("velocity", 9), ("delta", 5)])
+def test_malformed_commands_are_rejected_and_change_nothing(client, stack, kind, length):
+    status = diagnostics_of(client, "/arm")
+    settle(client)
+    before = client.joint_positions()
+    targets_before = stack.loop.run(lambda: stack.sim.arm.targets.copy())
+    garbage = [[], [0.1] * (length - 1), [0.1] * (length + 1), [float("nan")] * length,
+               [0.0] * (length - 1) + [float("inf")], [-float("inf")] * length]
+    for values in garbage:
+        client.publishers[kind].publish(Float64MultiArray(data=values))
+    client.spin_until(lambda: status() is not None and int(status()["rejected_total"]) >= len(garbage), 20,
+                      "the rejections on /diagnostics")
+    assert int(status()[f"rejected[arm/{kind}_commands]"]) == len(garbage)
+    settle(client)
+    assert np.abs(client.joint_positions() - before).max() < 1e-3
+    assert np.array_equal(stack.loop.run(lambda: stack.sim.arm.targets), targets_before)
+    client.send("position", TARGET)  # still serving
+    wait_for_joints(client, TARGET)
+
+
+def test_out_of_limit_positions_are_clipped_and_counted(client, stack):
+    status = diagnostics_of(client, "/arm")
+    wild = TARGET.copy()
+    wild[0] = 50.0
+    client.send("position", wild)
+    client.spin_until(lambda: status() is not None and status().get("clipped[arm/position_commands]") == "1", 20,
+                      "the clip on /diagnostics")
+    expected = TARGET.copy()
+    expected[0] = stack.sim.arm.limits.upper[0]
+    wait_for_joints(client, expected, tolerance=0.02)
+
+
+def test_camera_publishes_matching_images_only_while_watched(ros_context, stack, client):
+    camera_node = next(n for n in stack.nodes if n.get_name() == "camera")
+    settle(client, 0.5)
+    assert camera_node.frames == 0  # nobody watches: nothing rendered
+    camera_topics = {t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw", "camera/camera_info")}
+    watcher = SimClient("watcher", context=ros_context, topics={**camera_topics,
+                                                                  "camera/depth/camera_info": TOPICS["camera/camera_info"]})
+    try:
+        watcher.wait_for_topics(list(camera_topics), timeout=60)
+        rgb, depth = watcher.latest["camera/image_raw"], watcher.latest["camera/depth/image_raw"]
+        watcher.spin_until(lambda: watcher.stamp("camera/image_raw") == watcher.stamp("camera/depth/image_raw")
+                           == watcher.stamp("camera/camera_info"), 30, "one frame on all topics")
+        rgb, depth = watcher.latest["camera/image_raw"], watcher.latest["camera/depth/image_raw"]
+        info = watcher.latest["camera/camera_info"]
+        assert (rgb.encoding, rgb.width, rgb.height) == ("rgb8", 640, 480)
+        assert (depth.encoding, depth.width, depth.height) == ("32FC1", 640, 480)
+        assert rgb.header.frame_id == depth.header.frame_id == info.header.frame_id == "camera_optical_frame"
+        assert np.allclose(np.reshape(info.k, (3, 3)), stack.sim.camera.intrinsics())
+        image = watcher.depth()
+        assert np.isfinite(image).all() and 0.2 < float(np.median(image)) < 1.5  # the cell, in metres
+        assert watcher.rgb().std() > 10  # not a blank frame
+    finally:
+        watcher.close()
+    assert camera_node.frames > 0

@@ -1,0 +1,58 @@
+"""The ROS user's path: `colcon build` installs the package the way `ros2 run` / `ros2 launch` expect,
+and the installed executable runs from the install tree with its shared files."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rcl_interfaces.srv import GetParameters
+
+from binpick_sim.nodes.client import TOPICS, SimClient
+
+REPO = Path(__file__).resolve().parent.parent
+COLCON = Path(sys.executable).parent / "colcon"
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory):
+    workspace = tmp_path_factory.mktemp("ws")
+    (workspace / "src").mkdir()
+    shutil.copytree(REPO, workspace / "src" / "binpick_sim",
+                    ignore=shutil.ignore_patterns(".venv", ".git", "build", "install", "log", "__pycache__"))
+    result = subprocess.run([str(COLCON), "build", "--event-handlers", "console_direct-"], cwd=workspace,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return workspace / "install" / "binpick_sim"
+
+
+def test_colcon_installs_what_ros2_tools_look_for(install):
+    share = install / "share" / "binpick_sim"
+    assert (install / "share" / "ament_index" / "resource_index" / "packages" / "binpick_sim").is_file()
+    for relative in ("package.xml", "config/scene.yaml", "launch", "urdf"):
+        assert (share / relative).exists(), relative
+    for executable in ("sim", "demo"):
+        assert os.access(install / "lib" / "binpick_sim" / executable, os.X_OK), executable
+
+
+def test_installed_executable_runs_from_the_install_tree(install, ros_context):
+    site = next((install / "lib").glob("python3*/site-packages"))
+    env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               AMENT_PREFIX_PATH=str(install))
+    process = subprocess.Popen([str(install / "lib" / "binpick_sim" / "sim"), "--ros-args",
+                                "-p", "camera:=false", "-p", "realtime_factor:=0.0"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    client = SimClient("probe", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        client.wait_for_topics(["joint_states"], timeout=60)
+        get = client.node.create_client(GetParameters, "world/get_parameters")
+        client.spin_until(get.service_is_ready, 20, "world/get_parameters")
+        future = get.call_async(GetParameters.Request(names=["config"]))
+        client.spin_until(future.done, 20, "the config parameter")
+        assert future.result().values[0].string_value == str(install / "share" / "binpick_sim" / "config" / "scene.yaml")
+    finally:
+        client.close()
+        process.terminate()
+        output, _ = process.communicate(timeout=10)
+    assert process.returncode == 0, output
