@@ -7,6 +7,7 @@ world as the seed does (until the target is reached or `max_steps`, or one step 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -71,6 +72,8 @@ class FrankaArm:
         self.home = self.limits.clip_position(config.home)
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
                               self.home, self.grasp_link, self.joints)
+        self.controller: Callable[[], None] | None = None
+        world.add_step_hooks(before=self._run_controller)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
 
@@ -84,9 +87,25 @@ class FrankaArm:
                                                      collisionShapeB=plane))
         return float(self.ee_pose()[0][2] - lowest)
 
+    # --- who commands the arm ------------------------------------------------------------------
+    def set_controller(self, controller: Callable[[], None] | None) -> None:
+        """Run `controller()` before every physics step until replaced or cleared with None.
+
+        Anything that must act at the physics rate (a trajectory being followed, a torque controller)
+        installs itself here; installing another one, or clearing it, stops the previous one, the way a
+        new command replaces the running one on a real arm.
+        """
+        self.controller = controller
+
+    def _run_controller(self) -> None:
+        if self.controller is not None:
+            self.controller()
+
     # --- state --------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Teleport to the home pose, at rest, with the motors holding it and the gripper open."""
+        """Teleport to the home pose, at rest, with the motors holding it and the gripper open.
+        Any running controller is stopped."""
+        self.controller = None
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
         self.targets = self.home.copy()
@@ -142,7 +161,8 @@ class FrankaArm:
         return v
 
     def set_gripper(self, open_: bool) -> None:
-        """Open to the configured width or close fully, leaving the seven arm joints' targets alone."""
+        """Open to the configured width or close fully, leaving the seven arm joints' targets alone
+        (in velocity mode the arm holds where it is)."""
         q = self.targets.copy() if self.targets is not None else self.joint_states()[0]
         q[7:] = self.config.gripper_open if open_ else self.limits.lower[7:]
         self.gripper_open = open_

@@ -45,8 +45,7 @@ class ArmNode(Node):
         self.create_subscription(Float64MultiArray, DELTA_TOPIC, self.on_delta, 10)
         self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"))
         self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"))
-        self.create_service(Trigger, "arm/home", self.trigger(lambda: self.arm.set_position_targets(self.arm.home),
-                                                             "moving home"))
+        self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"))
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time)
         if rate <= 0:
             raise ValueError(f"publish_rate must be > 0 Hz, got {rate}")
@@ -74,24 +73,33 @@ class ArmNode(Node):
 
     def trigger(self, action, what: str):
         def serve(request, response):
-            self.loop.run(self.stop_velocity_mode)
             self.loop.run(action)
             response.success, response.message = True, what
             return response
         return serve
 
     # --- physics thread -----------------------------------------------------------------------
-    def apply_position(self, q) -> None:
+    def take_over(self) -> None:
+        """A command on a fixed topic replaces whatever ran before it (trajectory, controller, velocities)."""
+        self.arm.set_controller(None)
         self.last_velocity_command = None
+
+    def apply_position(self, q) -> None:
+        self.take_over()
         self.arm.set_position_targets(q)
 
     def apply_velocity(self, v) -> None:
+        self.take_over()
         self.last_velocity_command = self.sim.world.time
         self.arm.set_velocity_targets(v)
 
     def apply_delta(self, delta) -> None:
-        self.last_velocity_command = None
+        self.take_over()
         self.arm.set_position_targets(self.arm.delta_targets(delta))
+
+    def go_home(self) -> None:
+        self.take_over()
+        self.arm.set_position_targets(self.arm.home)
 
     def stop_velocity_mode(self) -> None:
         if self.last_velocity_command is not None:
