@@ -9,11 +9,11 @@ STAMP  := $(VENV)/.installed
 SEED   ?= 0
 OUT    ?= build/demo
 
-# The ROS 2 wheels load their C libraries only if LD_LIBRARY_PATH names them before Python starts;
-# set it here (recursively expanded, so after the venv exists) instead of letting every process re-exec.
-SITE = $(wildcard $(VENV)/lib/python3*/site-packages)
-export LD_LIBRARY_PATH = $(abspath $(VENV)/lib):$(subst $(eval) ,:,$(abspath $(wildcard $(SITE)/ros_*.libs)))$(if $(LD_LIBRARY_PATH_BASE),:$(LD_LIBRARY_PATH_BASE))
-export _ROS_WHEELS_BOOTSTRAP_COMPLETE = 1
+# The ROS 2 wheels load their C libraries only if LD_LIBRARY_PATH names them before Python starts.
+# Computed by the shell when a recipe runs (make's own file functions would see the venv as it was
+# before this run created it); with it set, the wheels' bootstrapper does not re-exec every process.
+ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-packages/ros_*.libs)$(CURDIR)/$(VENV)/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" \
+	_ROS_WHEELS_BOOTSTRAP_COMPLETE=1
 # DDS stays on this machine unless the caller says otherwise.
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
@@ -37,16 +37,16 @@ $(STAMP): requirements.txt setup.py package.xml
 	@touch $@
 
 demo: $(STAMP)
-	$(PY) -m binpick_sim.demo --seed $(SEED) --out $(OUT)
+	$(ROS_ENV) $(PY) -m binpick_sim.demo --seed $(SEED) --out $(OUT)
 
 test: $(STAMP)
-	$(PY) -m pytest test
+	$(ROS_ENV) $(PY) -m pytest test
 
 run: $(STAMP)
-	$(PY) -m binpick_sim.nodes.stack
+	$(ROS_ENV) $(PY) -m binpick_sim.nodes.stack
 
 bench: $(STAMP)
-	$(PY) -m bench.run
+	$(ROS_ENV) $(PY) -m bench.run
 
 # Re-resolve requirements.in into a fully pinned requirements.txt (needs the registry). pip's install
 # report lists exactly the distributions it would download; `pip freeze` would also list the Python
