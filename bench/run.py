@@ -1,0 +1,74 @@
+"""`make bench`: run every benchmark, print a markdown table, write JSON (build/bench.json or $BENCH_OUT)."""
+from __future__ import annotations
+
+import datetime
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+# A domain of our own, so a running stack (or another bench) is neither measured nor disturbed.
+os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+from tqdm import tqdm  # noqa: E402
+
+from .figures import Figure, machine  # noqa: E402
+
+MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "memory"]
+
+
+def collect(names: list[str]) -> list[Figure]:
+    figures: list[Figure] = []
+    with tqdm(names, desc="benchmarks", unit="group", disable=None) as bar:
+        for name in bar:
+            bar.set_postfix_str(name)
+            try:
+                module = importlib.import_module(f"bench.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"bench.{name}":
+                    raise
+                tqdm.write(f"bench.{name}: not present, skipped")
+                continue
+            for figure in module.measure():
+                figures.append(figure if isinstance(figure, Figure) else _from_dict(name, figure))
+    return figures
+
+
+def _from_dict(group: str, data: dict) -> Figure:
+    return Figure(group=group, name=data["name"], value=data["value"], unit=data["unit"],
+                  raw_pybullet=data.get("raw_pybullet"), note=data.get("note", ""))
+
+
+def table(figures: list[Figure]) -> str:
+    rows = ["| group | figure | value | unit | raw PyBullet | ratio |", "| --- | --- | ---: | --- | ---: | ---: |"]
+    for f in figures:
+        raw = "" if f.raw_pybullet is None else _number(f.raw_pybullet)
+        ratio = "" if f.ratio is None else f"{f.ratio:.2f}"
+        name = f"{f.name} ({f.note})" if f.note else f.name
+        rows.append(f"| {f.group} | {name} | {_number(f.value)} | {f.unit} | {raw} | {ratio} |")
+    return "\n".join(rows)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = (argv if argv is not None else sys.argv[1:]) or MODULES
+    figures = collect(names)
+    out = Path(os.environ.get("BENCH_OUT", "build/bench.json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {"date": datetime.date.today().isoformat(), "machine": machine(),
+              "figures": [f.as_dict() for f in figures]}
+    out.write_text(json.dumps(report, indent=2))
+    info = report["machine"]
+    print(f"\n{report['date']}, {info['cores']} cores, {info['cpu_model']}, Python {info['python']}\n")
+    print(table(figures))
+    print(f"\nJSON: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

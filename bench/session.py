@@ -1,0 +1,46 @@
+"""A `sim` process and a ROS client in this one, for benchmarks that watch the stack from outside."""
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from pathlib import Path
+
+import rclpy
+import yaml
+from rclpy.context import Context
+
+from binpick_sim.nodes.client import SimClient
+from binpick_sim.nodes.spawn import SimProcess
+from binpick_sim.paths import default_config
+
+
+@contextlib.contextmanager
+def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None = None):
+    """Start `sim` with `parameters` (and a scene file with `config_changes` merged in); yield the
+    process and a connected client."""
+    with tempfile.TemporaryDirectory() as folder:
+        config_path = scene_file(Path(folder), config_changes or {})
+        context = Context()
+        rclpy.init(context=context)
+        process = SimProcess({"config": config_path, **parameters}, log=Path(folder) / "sim.log")
+        client = SimClient("bench", context=context, topics=topics)
+        try:
+            client.wait_for_topics(list(topics), timeout=120)
+            yield process, client
+        finally:
+            client.close()
+            process.stop()
+            rclpy.try_shutdown(context=context)
+
+
+def scene_file(folder: Path, changes: dict) -> Path:
+    data = yaml.safe_load(default_config().read_text())
+    for dotted, value in changes.items():
+        *parents, last = dotted.split(".")
+        node = data
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    path = folder / "scene.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
