@@ -121,11 +121,31 @@ class CameraConfig:
 
 
 @dataclass(frozen=True)
+class TaskConfig:
+    grabs_to_terminate: int = 1
+    verify_grab_by_shaking: bool = False
+    terminate_on_bin_collision: bool = True
+    collision_threshold: float = 0.0
+    steps_per_action: int = 24
+    max_episode_steps: int = 200
+    grab_reward: float = 1.0
+    collision_reward: float = -1.0
+    step_reward: float = 0.0
+
+    def __post_init__(self):
+        _check(self.grabs_to_terminate >= 1, "grabs_to_terminate", "must be >= 1")
+        _check(self.collision_threshold >= 0, "collision_threshold", "must be >= 0 m")
+        _check(self.steps_per_action >= 1, "steps_per_action", "must be >= 1")
+        _check(self.max_episode_steps >= 1, "max_episode_steps", "must be >= 1")
+
+
+@dataclass(frozen=True)
 class Config:
     scene: SceneConfig
     arm: ArmConfig
     camera: CameraConfig
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
     source: str = field(default="<defaults>", compare=False)
 
 
@@ -225,3 +245,23 @@ def required_keys(cls=Config, prefix: str = "") -> list[str]:
         if dataclasses.is_dataclass(hints[f.name]):
             keys.extend(required_keys(hints[f.name], key + "."))
     return keys
+
+
+def config_to_dict(config: Config) -> dict:
+    """Plain data that `config_from_dict` (or a YAML file) turns back into the same Config."""
+    def plain(value):
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    data = plain(dataclasses.asdict(config))
+    data.pop("source")
+    return data
+
+
+def save_config(config: Config, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    return path

@@ -3,7 +3,9 @@
 The thread owns the PyBullet client while it runs. Other threads never touch the client; they hand
 it work with `call` (or `run`, which waits for the result), and that work runs between two steps.
 Publishers register with `every` and are called at their period of *sim* time, so rates hold in
-slow motion, fast forward and lock-step alike.
+slow motion and fast forward. In lock-step mode the world only moves when told (`advance(n)`), and
+instead of the periodic work, `when_settled` callbacks run once each time the steps are done: one
+observation per request, stamped after it.
 """
 from __future__ import annotations
 
@@ -34,7 +36,9 @@ class PhysicsLoop:
         self.lockstep = lockstep
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self._periodic: list[_Periodic] = []
-        self._budget = 0  # steps still allowed in lock-step mode
+        self._settled: list[Callable[[], None]] = []
+        self._budget = 0  # steps left of the lock-step request being taken
+        self._requests: collections.deque[int] = collections.deque()  # lock-step requests still to take
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._recent = collections.deque(maxlen=2000)  # (wall time, step count) samples for rates
@@ -55,8 +59,14 @@ class PhysicsLoop:
         return self.call(fn, *args).result(timeout)
 
     def advance(self, steps: int) -> None:
-        """Lock-step mode: allow the loop to take `steps` more physics steps."""
+        """Lock-step mode: take `steps` more physics steps, then run the `when_settled` callbacks
+        (at once if `steps` is 0)."""
         self.call(self._add_budget, steps)
+
+    def when_settled(self, callback: Callable[[], None], first: bool = False) -> None:
+        """Lock-step mode: call `callback` on the physics thread after each `advance` has been taken
+        (`first`: before the callbacks registered so far, e.g. task bookkeeping before publishers)."""
+        self._settled.insert(0, callback) if first else self._settled.append(callback)
 
     def every(self, period: float, callback: Callable[[], None]) -> None:
         """Call `callback` on the physics thread once per `period` seconds of sim time."""
@@ -99,8 +109,12 @@ class PhysicsLoop:
         deadline = time.monotonic()
         while not self._stop.is_set():
             if self.lockstep and self._budget <= 0:
-                self._drain(block_until=time.monotonic() + 0.1)
-                deadline = time.monotonic()
+                if self._requests:
+                    self._budget = self._requests.popleft()
+                    if self._budget <= 0:
+                        self._settle()
+                else:
+                    self._drain(block_until=time.monotonic() + 0.1)
                 continue
             self._drain(block_until=None)
             self._step()
@@ -113,17 +127,27 @@ class PhysicsLoop:
 
     def _step(self) -> None:
         self.world.step()
+        self._recent.append((time.monotonic(), self.world.step_count))
         if self.lockstep:
             self._budget -= 1
+            if self._budget == 0:
+                self._settle()
+            return
         now = self.world.time
         for task in self._periodic:
             if now + 1e-9 >= task.due:
                 task.due = max(task.due + task.period, now)
-                try:
-                    task.callback()
-                except Exception:  # a broken publisher must not stop the physics
-                    self.failures += 1
-        self._recent.append((time.monotonic(), self.world.step_count))
+                self._guarded(task.callback)
+
+    def _settle(self) -> None:
+        for callback in self._settled:
+            self._guarded(callback)
+
+    def _guarded(self, callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception:  # a broken publisher must not stop the physics
+            self.failures += 1
 
     def _drain(self, block_until: float | None) -> None:
         """Run queued calls; if block_until is given, keep waiting for more until that wall time."""
@@ -140,7 +164,7 @@ class PhysicsLoop:
             _resolve(*item)
 
     def _add_budget(self, steps: int) -> None:
-        self._budget += steps
+        self._requests.append(steps)
 
 
 def _resolve(future: Future, fn: Callable, args) -> None:

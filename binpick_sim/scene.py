@@ -175,9 +175,11 @@ class BinScene:
     def object_position(self, obj: SceneObject) -> np.ndarray:
         return np.array(self.world.client.getBasePositionAndOrientation(obj.body)[0])
 
-    def remove_objects_outside_bins(self) -> list[str]:
-        """Seed rule: drop any object no bin contains any more; returns the removed names."""
-        gone = [o for o in self.objects if not any(b.contains(self.object_position(o)) for b in self.bins)]
+    def remove_objects_outside_bins(self, keep: set[str] = frozenset()) -> list[str]:
+        """Seed rule: drop any object no bin contains any more (except those named in `keep`, e.g. held
+        by the gripper); returns the removed names."""
+        gone = [o for o in self.objects
+                if o.name not in keep and not any(b.contains(self.object_position(o)) for b in self.bins)]
         for obj in gone:
             self.remove_object(obj.name)
         return [o.name for o in gone]

@@ -31,35 +31,43 @@ def test_calls_run_on_the_physics_thread_and_return_results(world):
 
 
 def test_periodic_work_follows_sim_time(world):
-    loop = PhysicsLoop(world, lockstep=True)
+    loop = PhysicsLoop(world, realtime_factor=0)
     calls = []
     loop.every(0.05, lambda: calls.append(round(world.time, 6)))
     loop.every(0.02, lambda: 1 / 0)  # a broken publisher is counted, not fatal
     loop.start()
     try:
-        loop.advance(20)  # 0.2 s of sim time
-        loop.run(lambda: None)
         deadline = time.monotonic() + 5
         while world.step_count < 20 and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.001)
+        stopped_at, seen, failures = loop.run(lambda: (world.step_count, list(calls), loop.failures))
     finally:
         loop.stop()
-    assert calls == [0.05, 0.1, 0.15, 0.2]
-    assert loop.failures == 10
+    assert len(seen) >= 4
+    assert seen == [round(0.05 * k, 6) for k in range(1, len(seen) + 1)]  # every 0.05 s of sim time...
+    assert abs(len(seen) - stopped_at * 0.01 / 0.05) < 1  # ...and none missed
+    assert failures == stopped_at // 2
 
 
-def test_lockstep_takes_exactly_the_steps_it_is_given(world):
+def test_lockstep_takes_exactly_the_steps_it_is_given_then_settles_once(world):
     loop = PhysicsLoop(world, lockstep=True)
+    periodic, settled = [], []
+    loop.every(0.01, lambda: periodic.append(world.step_count))
+    loop.when_settled(lambda: settled.append(world.step_count))
     loop.start()
     try:
         time.sleep(0.1)
         assert world.step_count == 0  # idle until told
         loop.advance(7)
+        loop.advance(0)  # no steps: just settle again (e.g. after a reset)
+        loop.advance(3)
         deadline = time.monotonic() + 5
-        while world.step_count < 7 and time.monotonic() < deadline:
+        while len(settled) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.1)
-        assert world.step_count == 7
+        assert world.step_count == 10
+        assert settled == [7, 7, 10]
+        assert periodic == []  # in lock-step, one observation per request instead
     finally:
         loop.stop()
 

@@ -10,7 +10,8 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import Float64MultiArray, UInt64
 from std_srvs.srv import Trigger
 
 from ..arm import FINGER_LINKS, JOINT_NAMES
@@ -46,10 +47,14 @@ class ArmNode(Node):
         self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"))
         self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"))
         self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"))
+        self.commands_received = 0
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.count_publisher = self.create_publisher(UInt64, "arm/commands_received", latched)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time)
         if rate <= 0:
             raise ValueError(f"publish_rate must be > 0 Hz, got {rate}")
         self.loop.every(1.0 / rate, self.publish_state)
+        self.loop.when_settled(self.publish_state)
 
     # --- commands (executor threads) ----------------------------------------------------------
     def on_position(self, msg: Float64MultiArray) -> None:
@@ -66,10 +71,17 @@ class ArmNode(Node):
             values = finite_vector(msg.data, length)
         except BadCommand as exc:
             self.diagnostics.reject(topic, str(exc))
-            return
-        if clip is not None and not np.array_equal(clip(values), values):
-            self.diagnostics.clip(topic, "targets outside the joint limits were")
-        self.loop.call(apply, values)
+        else:
+            if clip is not None and not np.array_equal(clip(values), values):
+                self.diagnostics.clip(topic, "targets outside the joint limits were")
+            self.loop.call(apply, values)
+        self.count_received()
+
+    def count_received(self) -> None:
+        """Tell lock-step clients this command is queued ahead of any step they ask for next
+        (DDS keeps no order between two topics, so they wait for this count before world/step)."""
+        self.commands_received += 1
+        self.count_publisher.publish(UInt64(data=self.commands_received))
 
     def trigger(self, action, what: str):
         def serve(request, response):

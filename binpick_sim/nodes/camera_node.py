@@ -26,6 +26,7 @@ class CameraNode(Node):
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
                                            values=lambda: {"frames_published": self.frames})
         loop.every(1.0 / rate, self.publish_frame)
+        loop.when_settled(self.publish_frame)
 
     def watched(self) -> bool:
         publishers = (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher)

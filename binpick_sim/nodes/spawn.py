@@ -9,9 +9,9 @@ from pathlib import Path
 STOP_TIMEOUT = 5.0
 
 
-def ros_args(parameters: dict[str, object]) -> list[str]:
+def ros_args(parameters: dict[str, object], namespace: str = "") -> list[str]:
     """`--ros-args -p name:=value ...`; a `node:name` key sets a parameter of that node only."""
-    args = ["--ros-args"]
+    args = ["--ros-args"] + (["-r", f"__ns:={namespace}"] if namespace else [])
     for name, value in parameters.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         args += ["-p", f"{name}:={text}"]
@@ -21,8 +21,9 @@ def ros_args(parameters: dict[str, object]) -> list[str]:
 class SimProcess:
     """The simulation in its own process; `stop()` sends Ctrl-C and waits, as a user would."""
 
-    def __init__(self, parameters: dict[str, object] | None = None, log: Path | None = None, env=None):
-        command = [sys.executable, "-m", "binpick_sim.nodes.stack", *ros_args(parameters or {})]
+    def __init__(self, parameters: dict[str, object] | None = None, log: Path | None = None, env=None,
+                 namespace: str = ""):
+        command = [sys.executable, "-m", "binpick_sim.nodes.stack", *ros_args(parameters or {}, namespace)]
         self.log_file = open(log, "w") if log else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
 

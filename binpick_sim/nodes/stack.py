@@ -1,5 +1,5 @@
-"""The `sim` executable: the world, arm and camera nodes in one process around one physics client,
-the way a component container would hold them."""
+"""The `sim` executable: the world, arm, camera (and task) nodes in one process around one physics
+client, the way a component container would hold them."""
 from __future__ import annotations
 
 import sys
@@ -13,6 +13,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from ..config import ConfigError
 from .arm_node import ArmNode
 from .camera_node import CameraNode
+from .task_node import TaskNode
 from .world_node import WorldNode
 
 
@@ -30,6 +31,8 @@ class SimStack:
         self.nodes = [self.world, ArmNode(self.sim, self.loop, **options("arm"))]
         if self.world.camera_enabled:
             self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
+        if self.world.task_enabled:
+            self.nodes.append(TaskNode(self.sim, self.loop, **options("task")))
         self.executor = MultiThreadedExecutor(num_threads=2, context=context)
         for node in self.nodes:
             self.executor.add_node(node)

@@ -5,6 +5,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rcl_interfaces.msg import SetParametersResult
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import UInt32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -34,23 +35,32 @@ class WorldNode(Node):
                                read_only=True)
         self.camera_enabled = declare(self, "camera", True, "Start the camera node in this process.",
                                       read_only=True)
+        self.task_enabled = declare(self, "task", False, "Start the task node (grabs, collisions, reward) in "
+                                    "this process.", read_only=True)
+        lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
+                           "observation after each request (for the gym envs).", read_only=True)
+        self.keep_object_type = declare(self, "keep_object_type", False,
+                                        "Refill the pick bin with the same object type at the next world/reset.")
 
         self.sim = BinPickingSim(self.config, gui=gui)
         self.get_logger().info(self.reset_world())
-        self.loop = PhysicsLoop(self.sim.world, realtime_factor)
+        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep)
 
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
         self.create_service(Trigger, "world/reset", self.on_reset)
+        self.create_subscription(UInt32, "world/step", self.on_step, 10)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
         self.add_on_set_parameters_callback(self.on_parameters)
         self.loop.every(self.sim.world.timestep, self.publish_clock)
         self.loop.every(1.0 / objects_rate, self.publish_objects)
+        self.loop.when_settled(self.publish_clock)
+        self.loop.when_settled(self.publish_objects)
 
     # --- physics thread -----------------------------------------------------------------------
     def reset_world(self) -> str:
         seed, self.pending_seed = self.pending_seed, None
-        self.sim.reset(seed=seed)
+        self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
         scene = self.sim.scene
         seeded = f", seed {seed}" if seed is not None else ""
         return (f"episode {scene.episode}: {scene.object_count} objects of type {scene.object_urdf.stem}"
@@ -89,12 +99,22 @@ class WorldNode(Node):
         (self.get_logger().info if response.success else self.get_logger().error)(response.message)
         return response
 
+    def on_step(self, msg: UInt32) -> None:
+        if not self.loop.lockstep:
+            self.diagnostics.reject("world/step", "the world runs on its own (start it with lockstep:=true)")
+            return
+        self.loop.advance(msg.data)
+
     def on_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
         for p in parameters:
             if p.name == "realtime_factor":
                 if p.type_ not in (Parameter.Type.DOUBLE, Parameter.Type.INTEGER) or p.value < 0:
                     return SetParametersResult(successful=False, reason="realtime_factor must be a number >= 0")
                 self.loop.realtime_factor = float(p.value)
+            elif p.name == "keep_object_type":
+                if p.type_ != Parameter.Type.BOOL:
+                    return SetParametersResult(successful=False, reason="keep_object_type must be true or false")
+                self.keep_object_type = p.value
             elif p.name == "seed":
                 if p.type_ != Parameter.Type.INTEGER or p.value < 0:
                     return SetParametersResult(successful=False, reason="seed must be an integer >= 0")

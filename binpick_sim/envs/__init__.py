@@ -1,0 +1,16 @@
+"""Gymnasium envs, registered on import: `import binpick_sim.envs; gymnasium.make("binpick_sim/FrankaDelta-v0")`."""
+import gymnasium
+
+from .franka import FrankaDeltaEnv, FrankaEnv, FrankaPositionEnv, FrankaVelocityEnv
+
+ENV_IDS = {
+    "binpick_sim/FrankaPosition-v0": "binpick_sim.envs.franka:FrankaPositionEnv",
+    "binpick_sim/FrankaVelocity-v0": "binpick_sim.envs.franka:FrankaVelocityEnv",
+    "binpick_sim/FrankaDelta-v0": "binpick_sim.envs.franka:FrankaDeltaEnv",
+}
+
+for _id, _entry_point in ENV_IDS.items():
+    if _id not in gymnasium.registry:
+        gymnasium.register(id=_id, entry_point=_entry_point)
+
+__all__ = ["ENV_IDS", "FrankaEnv", "FrankaPositionEnv", "FrankaVelocityEnv", "FrankaDeltaEnv"]

@@ -1,0 +1,201 @@
+"""Gymnasium envs of the seed (Franka0/1/2): joint position, joint velocity and top-down delta actions.
+
+Each `step` hands the arm one command and advances `task.steps_per_action` physics steps; the task
+(seed rules) gives the reward, the termination and `info`; `task.max_episode_steps` truncates.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import cv2
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..arm import JOINT_NAMES
+from ..config import load_config
+from ..paths import default_config
+from .backends import Observation, make_backend
+
+OBSERVATIONS = ("image", "state")
+
+
+class FrankaEnv(gym.Env):
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 10}
+    command = "position"
+
+    def __init__(self, config_file: str | Path | None = None, backend: str = "direct", observation: str = "image",
+                 render_mode: str | None = None, camera_size: tuple[int, int] | None = None, **backend_options):
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        config = load_config(config_file or default_config())
+        if camera_size is not None:
+            width, height = camera_size
+            config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=width, height=height))
+        self.config = config
+        self.observation_mode = observation
+        self.render_mode = render_mode
+        images = observation == "image" or render_mode == "rgb_array"
+        # Made at the first reset: a vector env builds one env in the parent process just to read its
+        # spaces, and a DDS participant in a parent that then forks would hang the children.
+        self._make_backend = lambda: make_backend(backend, config, images, gui=render_mode == "human",
+                                                  **backend_options)
+        self._backend = None
+        low, high, velocity = self._limits()
+        self.joint_low, self.joint_high, self.joint_velocity = low, high, velocity
+        self.action_space = self._action_space()
+        self.observation_space = self._observation_space()
+        self.last: Observation | None = None
+        self.episode_start = 0.0
+        self.steps = 0
+        self.gripper_open = True
+
+    # --- what differs between the envs --------------------------------------------------------
+    def _action_space(self) -> spaces.Box:
+        return spaces.Box(self.joint_low.astype(np.float32), self.joint_high.astype(np.float32), dtype=np.float32)
+
+    def _command_values(self, action: np.ndarray) -> np.ndarray:
+        return np.clip(action, self.action_space.low, self.action_space.high).astype(float)
+
+    def _observation_space(self) -> spaces.Dict:
+        if self.observation_mode == "image":
+            h, w = self.config.camera.height, self.config.camera.width
+            return spaces.Dict({"rgb": spaces.Box(0, 255, (h, w, 3), np.uint8),
+                                "depth": spaces.Box(0.0, np.inf, (h, w), np.float32)})
+        return self._state_space()
+
+    def _observation(self, obs: Observation) -> dict:
+        if self.observation_mode == "image":
+            return {"rgb": obs.rgb, "depth": obs.depth}
+        return self._state(obs)
+
+    # --- shared -------------------------------------------------------------------------------
+    def _state_space(self) -> spaces.Dict:
+        big = np.full(3, 10.0, np.float32)
+        return spaces.Dict({
+            "joint_positions": spaces.Box(self.joint_low.astype(np.float32), self.joint_high.astype(np.float32),
+                                          dtype=np.float32),
+            "joint_velocities": spaces.Box(-np.inf, np.inf, (len(JOINT_NAMES),), np.float32),
+            "ee_position": spaces.Box(-big, big, dtype=np.float32),
+            "gripper_open": spaces.Discrete(2),
+        })
+
+    def _state(self, obs: Observation) -> dict:
+        return {"joint_positions": np.clip(obs.joint_positions, self.joint_low, self.joint_high).astype(np.float32),
+                "joint_velocities": obs.joint_velocities.astype(np.float32),
+                "ee_position": obs.ee_position.astype(np.float32), "gripper_open": int(self.gripper_open)}
+
+    @property
+    def backend(self):
+        if self._backend is None:
+            self._backend = self._make_backend()
+        return self._backend
+
+    def _limits(self):
+        """Joint limits from the URDF, read in a scratch world (the backend may not exist yet)."""
+        from ..sim import BinPickingSim
+
+        scratch = BinPickingSim(self.config)
+        try:
+            limits = scratch.arm.limits
+        finally:
+            scratch.close()
+        return limits.lower, limits.upper, limits.velocity
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        keep = bool((options or {}).get("keep_object_type", False))
+        self.last = self.backend.reset(seed, keep)
+        self.episode_start = self.last.stamp
+        self.steps = 0
+        self.gripper_open = True
+        return self._observation(self.last), self._info(self.last)
+
+    def step(self, action):
+        action = np.asarray(action, dtype=float)
+        if action.shape != self.action_space.shape or not np.all(np.isfinite(action)):
+            raise ValueError(f"action must be {self.action_space.shape} finite numbers, got {action!r}")
+        values = self._command_values(action)
+        self.last = self.backend.step(self.command, values, self.config.task.steps_per_action)
+        self.steps += 1
+        status = self.last.status
+        truncated = not status["terminated"] and self.steps >= self.config.task.max_episode_steps
+        return (self._observation(self.last), float(status["reward"]), bool(status["terminated"]), truncated,
+                self._info(self.last))
+
+    def _info(self, obs: Observation) -> dict:
+        status = obs.status
+        return {"grabs": status["grabs"], "grabbed": status["grabbed"], "bin_collision": status["bin_collision"],
+                "grab_limit_reached": status["grab_limit_reached"], "objects_left": status["objects_left"],
+                "removed_outside": status["removed_outside"], "episode_time": obs.stamp - self.episode_start}
+
+    def render(self):
+        if self.render_mode == "rgb_array" and self.last is not None:
+            return self.last.rgb
+        return None
+
+    def object_views(self):
+        """Object poses and meshes, as the world/objects markers carry them (for scripted policies)."""
+        return self.last.objects if self.last is not None else []
+
+    def close(self) -> None:
+        if getattr(self, "_backend", None) is not None:
+            self._backend.close()
+            self._backend = None
+
+
+class FrankaPositionEnv(FrankaEnv):
+    """Seed Franka0: 9 absolute joint targets within the joint limits [rad, m]."""
+
+    command = "position"
+
+
+class FrankaVelocityEnv(FrankaEnv):
+    """Seed Franka1: 9 joint velocities within the velocity limits [rad/s, m/s]."""
+
+    command = "velocity"
+
+    def _action_space(self) -> spaces.Box:
+        v = self.joint_velocity.astype(np.float32)
+        return spaces.Box(-v, v, dtype=np.float32)
+
+
+class FrankaDeltaEnv(FrankaEnv):
+    """Seed Franka2: [dx, dy, dz, da, open/close] in [-1, 1], scaled by `dv` [m] and `da` [rad];
+    observes the gripper position, a downsampled rgb image and whether the gripper is open."""
+
+    command = "delta"
+
+    def __init__(self, config_file=None, da: float = 0.25, dv: float = 0.016, downsample_height: int = 64,
+                 downsample_width: int = 64, **kwargs):
+        self.da, self.dv = da, dv
+        self.downsample = (downsample_height, downsample_width)
+        super().__init__(config_file, **kwargs)
+
+    def _action_space(self) -> spaces.Box:
+        return spaces.Box(-1.0, 1.0, (5,), dtype=np.float32)
+
+    def _command_values(self, action: np.ndarray) -> np.ndarray:
+        a = np.clip(action, -1.0, 1.0)
+        gripper = 1.0 if a[4] > 0 else -1.0 if a[4] < 0 else 0.0
+        if gripper:
+            self.gripper_open = gripper > 0
+        return np.array([a[0] * self.dv, a[1] * self.dv, a[2] * self.dv, a[3] * self.da, gripper])
+
+    def _observation_space(self) -> spaces.Dict:
+        big = np.full(3, 10.0, np.float32)
+        if self.observation_mode == "state":
+            return self._state_space()
+        return spaces.Dict({"ee_position": spaces.Box(-big, big, dtype=np.float32),
+                            "rgb": spaces.Box(0, 255, (*self.downsample, 3), np.uint8),
+                            "gripper_open": spaces.Discrete(2)})
+
+    def _observation(self, obs: Observation) -> dict:
+        if self.observation_mode == "state":
+            return self._state(obs)
+        height, width = self.downsample
+        rgb = cv2.resize(obs.rgb, (width, height), interpolation=cv2.INTER_AREA)
+        return {"ee_position": obs.ee_position.astype(np.float32), "rgb": rgb, "gripper_open": int(self.gripper_open)}

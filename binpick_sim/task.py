@@ -1,0 +1,78 @@
+"""The picking task of the seed's gym envs: successful grabs, arm-bin collisions, reward, termination.
+
+A grab succeeds when an object is at least a bin's height above the highest bin's rim and both
+fingers touch it (optionally re-checked after a shake); the object is then removed and counted.
+The episode terminates on an arm-bin collision (if enabled) or when the configured number of grabs
+is reached (never more than the objects the episode started with).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .config import TaskConfig
+from .sim import BinPickingSim
+
+
+@dataclass
+class TaskStatus:
+    grabs: int = 0  # successful grabs this episode
+    grabbed: tuple[str, ...] = ()  # names of the objects grabbed at this update
+    bin_collision: bool = False
+    grab_limit_reached: bool = False
+    removed_outside: tuple[str, ...] = ()  # objects that left the bins and were removed at this update
+    objects_left: int = 0
+    reward: float = 0.0  # reward earned at this update
+
+    @property
+    def terminated(self) -> bool:
+        return self.bin_collision or self.grab_limit_reached
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "grabbed": list(self.grabbed), "removed_outside": list(self.removed_outside),
+                "terminated": self.terminated}
+
+
+class PickTask:
+    def __init__(self, sim: BinPickingSim, config: TaskConfig):
+        self.sim = sim
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        """Call after the scene's reset: the grab limit never exceeds the objects present."""
+        self.grabs = 0
+        self.grab_limit = max(1, min(self.config.grabs_to_terminate, self.sim.scene.object_count))
+
+    def update(self) -> TaskStatus:
+        grabbed = self.collect_grabs()
+        self.grabs += len(grabbed)
+        held = {o.name for o in self.sim.scene.objects if self.sim.arm.touching(o.body)}
+        removed = self.sim.scene.remove_objects_outside_bins(keep=held)
+        collision = self.config.terminate_on_bin_collision and self.arm_touches_a_bin()
+        c = self.config
+        reward = c.step_reward + c.grab_reward * len(grabbed) + (c.collision_reward if collision else 0.0)
+        return TaskStatus(grabs=self.grabs, grabbed=tuple(grabbed), bin_collision=collision,
+                          grab_limit_reached=self.grabs >= self.grab_limit, removed_outside=tuple(removed),
+                          objects_left=self.sim.scene.object_count, reward=reward)
+
+    def collect_grabs(self) -> list[str]:
+        """Remove and return the objects held high enough (after a shake, if configured)."""
+        scene, arm = self.sim.scene, self.sim.arm
+        height = self.lift_height()
+        lifted = [o for o in scene.objects if scene.object_position(o)[2] >= height and arm.touching(o.body)]
+        if lifted and self.config.verify_grab_by_shaking:
+            arm.shake()
+            lifted = [o for o in lifted if arm.touching(o.body)]
+        for obj in lifted:
+            scene.remove_object(obj.name)
+        return [o.name for o in lifted]
+
+    def lift_height(self) -> float:
+        """Seed rule: a bin's height above the rim of the highest bin."""
+        bins = self.sim.scene.bins
+        return max(b.top for b in bins) + max(b.config.size[2] for b in bins)
+
+    def arm_touches_a_bin(self) -> bool:
+        c = self.sim.world.client
+        return any(point[8] < self.config.collision_threshold
+                   for b in self.sim.scene.bins for point in c.getContactPoints(self.sim.arm.body, b.body))

@@ -1,0 +1,169 @@
+"""The Gymnasium envs: registered, pass the env checker, and behave the same on both backends."""
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import yaml
+from gymnasium.utils.env_checker import check_env
+
+import binpick_sim.envs  # noqa: F401  (registers the ids)
+from binpick_sim.envs import ENV_IDS
+from binpick_sim.envs.scripted import run_episode
+from binpick_sim.paths import default_config
+
+SMALL_CAMERA = (64, 48)
+
+
+def make(env_id, backend="direct", **kwargs):
+    kwargs.setdefault("camera_size", SMALL_CAMERA)
+    return gym.make(env_id, backend=backend, **kwargs)
+
+
+def test_the_three_ids_are_registered():
+    assert set(ENV_IDS) == {"binpick_sim/FrankaPosition-v0", "binpick_sim/FrankaVelocity-v0",
+                            "binpick_sim/FrankaDelta-v0"}
+    assert all(env_id in gym.registry for env_id in ENV_IDS)
+
+
+@pytest.mark.parametrize("backend", ["direct", pytest.param("ros", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("env_id", sorted(ENV_IDS))
+def test_env_checker_passes(env_id, backend):
+    env = make(env_id, backend).unwrapped
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # recommendations about the seed's unnormalised spaces
+            check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", sorted(ENV_IDS))
+def test_state_observations_pass_the_checker(env_id):
+    env = make(env_id, observation="state").unwrapped
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
+def episode(env_id, backend, actions, **kwargs):
+    env = make(env_id, backend, **kwargs)
+    try:
+        observations, rewards, infos = [], [], []
+        observation, info = env.reset(seed=5)
+        observations.append(observation)
+        for action in actions:
+            observation, reward, terminated, truncated, info = env.step(action)
+            observations.append(observation)
+            rewards.append(reward)
+            infos.append(info)
+        observation, info = env.reset(options={"keep_object_type": True})
+        observations.append(observation)
+        return observations, rewards, infos
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id, observation", [("binpick_sim/FrankaDelta-v0", "image"),
+                                                 ("binpick_sim/FrankaVelocity-v0", "state")])
+def test_same_seed_and_actions_give_the_same_episode_on_both_backends(env_id, observation):
+    """State exactly; images within one intensity level (both render with the same TinyRenderer, so
+    they come out identical here, but a renderer's rounding is not a promise)."""
+    space = gym.make(env_id, camera_size=SMALL_CAMERA).action_space
+    space.seed(7)
+    actions = [space.sample() for _ in range(12)]
+    direct = episode(env_id, "direct", actions, observation=observation)
+    ros = episode(env_id, "ros", actions, observation=observation)
+    assert direct[1] == ros[1] and direct[2] == ros[2]
+    for a, b in zip(direct[0], ros[0]):
+        for key in a:
+            if key == "rgb":
+                assert np.abs(a[key].astype(int) - b[key]).max() <= 1
+            else:
+                assert np.array_equal(a[key], b[key]), key
+
+
+def test_reset_is_repeatable_and_keeps_the_object_type_when_asked():
+    env = make("binpick_sim/FrankaDelta-v0")
+    try:
+        first, _ = env.reset(seed=11)
+        sim = env.unwrapped.backend.sim
+        kind = sim.scene.object_urdf
+        again, _ = env.reset(seed=11)
+        assert all(np.array_equal(first[k], again[k]) for k in first)
+        for _ in range(3):
+            env.reset(options={"keep_object_type": True})
+            assert sim.scene.object_urdf == kind
+    finally:
+        env.close()
+
+
+def test_episodes_are_truncated_at_the_step_limit(tmp_path):
+    data = yaml.safe_load(default_config().read_text())
+    data["task"]["max_episode_steps"] = 3
+    scene = tmp_path / "scene.yaml"
+    scene.write_text(yaml.safe_dump(data))
+    env = make("binpick_sim/FrankaDelta-v0", config_file=scene, observation="state")
+    try:
+        env.reset(seed=0)
+        flags = [env.step(np.zeros(5, np.float32))[3] for _ in range(3)]
+        assert flags == [False, False, True]
+    finally:
+        env.close()
+
+
+def test_bad_actions_are_refused_and_the_env_goes_on():
+    env = make("binpick_sim/FrankaPosition-v0", observation="state")
+    try:
+        observation, _ = env.reset(seed=0)
+        for bad in ([0.0] * 8, [np.nan] * 9, [np.inf] * 9):
+            with pytest.raises(ValueError, match="action must be"):
+                env.step(np.array(bad, np.float32))
+        after = env.step(observation["joint_positions"])[0]
+        assert np.abs(after["joint_positions"] - observation["joint_positions"]).max() < 0.01
+    finally:
+        env.close()
+
+
+def test_delta_actions_are_scaled_by_dv():
+    env = make("binpick_sim/FrankaDelta-v0", observation="state", dv=0.02)
+    try:
+        observation, _ = env.reset(seed=0)
+        for _ in range(10):  # into the pick bin's workspace first (the home pose is outside it)
+            target = env.unwrapped.backend.sim.scene.pick_bin.to_world([0, 0, 0.12])
+            observation = env.step(np.append(np.clip((target - observation["ee_position"]) / 0.02, -1, 1),
+                                              [0, 0]).astype(np.float32))[0]
+        start = observation["ee_position"]
+        observation = env.step(np.array([1, 0, -0.5, 0, 0], np.float32))[0]
+        assert observation["ee_position"] - start == pytest.approx([0.02, 0, -0.01], abs=0.003)
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["direct", "ros"])
+def test_vectorised_envs(backend):
+    # "spawn": this test process has run ROS nodes already, and forking a live DDS participant hangs
+    envs = gym.make_vec("binpick_sim/FrankaDelta-v0", num_envs=2, vectorization_mode="async",
+                        vector_kwargs={"context": "spawn"}, backend=backend, observation="state")
+    try:
+        observations, _ = envs.reset(seed=[1, 2])
+        assert observations["ee_position"].shape == (2, 3)
+        observations, rewards, terminated, truncated, _ = envs.step(np.zeros((2, 5), np.float32))
+        assert observations["joint_positions"].shape == (2, 9) and rewards.shape == (2,)
+    finally:
+        envs.close()
+
+
+def test_scripted_picker_grabs_an_object():
+    env = make("binpick_sim/FrankaDelta-v0", observation="state")
+    try:
+        info = run_episode(env, seed=7)
+        assert info["grabs"] == 1 and not info["bin_collision"]
+    finally:
+        env.close()

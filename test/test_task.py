@@ -1,0 +1,110 @@
+"""The seed's episode rules: what counts as a grab, a bin collision, the reward and the end."""
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binpick_sim.scene import SceneObject
+from binpick_sim.sim import BinPickingSim
+from binpick_sim.task import PickTask
+
+
+def make_task(config, **changes):
+    sim = BinPickingSim(dataclasses.replace(config, task=dataclasses.replace(config.task, **changes)))
+    sim.reset(seed=0)
+    return sim, PickTask(sim, sim.config.task)
+
+
+@pytest.fixture
+def task(config):
+    sim, task = make_task(config)
+    yield sim, task
+    sim.close()
+
+
+def hold_above(sim, height):
+    """A 2 cm box added to the scene's objects, squeezed by the gripper at `height` above the pick bin."""
+    c, arm = sim.world.client, sim.arm
+    arm.move_to(arm.ik(sim.scene.pick_bin.to_world([0, 0, height]), arm.ee_yaw()))
+    arm.actuate_gripper(True)
+    position, _ = arm.ee_pose()
+    half = [0.01] * 3
+    box = c.createMultiBody(0.05, c.createCollisionShape(c.GEOM_BOX, halfExtents=half),
+                            c.createVisualShape(c.GEOM_BOX, halfExtents=half), position.tolist())
+    pin = c.createConstraint(box, -1, -1, -1, c.JOINT_FIXED, [0, 0, 0], [0, 0, 0], position.tolist())
+    arm.actuate_gripper(False)
+    c.removeConstraint(pin)
+    sim.world.step(30)
+    obj = SceneObject(len(sim.scene.objects) + 100, box, Path("box"), 1.0)
+    sim.scene.objects.append(obj)
+    return obj
+
+
+def test_an_object_held_high_enough_is_a_grab(task):
+    sim, task = task
+    obj = hold_above(sim, 0.25)
+    count = sim.scene.object_count
+    assert sim.arm.touching(obj.body)
+    status = task.update()
+    assert status.grabbed == (obj.name,) and status.grabs == 1
+    assert status.reward == pytest.approx(task.config.grab_reward)
+    assert status.grab_limit_reached and status.terminated
+    assert sim.scene.object_count == count - 1  # the grabbed object is removed
+    assert task.update().grabbed == ()  # and counted once
+
+
+def test_held_below_the_lift_height_is_not_yet_a_grab(task):
+    sim, task = task
+    lift = task.lift_height() - sim.scene.pick_bin.to_world([0, 0, 0])[2]
+    obj = hold_above(sim, lift - 0.03)
+    assert sim.arm.touching(obj.body)
+    status = task.update()
+    assert status.grabs == 0 and not status.terminated
+    assert obj.name in [o.name for o in sim.scene.objects]  # held, so not removed though outside the bin
+
+
+def test_touching_a_bin_ends_the_episode_unless_disabled(config):
+    for enabled in (True, False):
+        sim, task = make_task(config, terminate_on_bin_collision=enabled)
+        try:
+            c, arm = sim.world.client, sim.arm
+            wall = sim.scene.pick_bin.to_world([0.08, 0, 0.06])
+            arm.move_to(arm.ik(wall, arm.ee_yaw()))
+            arm.move_to(arm.ik(wall - [0, 0, 0.06], arm.ee_yaw()))  # down onto the rim
+            assert any(c.getContactPoints(arm.body, sim.scene.pick_bin.body))
+            status = task.update()
+            assert status.bin_collision == enabled and status.terminated == enabled
+            assert status.reward == pytest.approx(task.config.collision_reward if enabled else 0.0)
+        finally:
+            sim.close()
+
+
+def test_grab_limit_never_exceeds_the_objects_present(config):
+    sim, task = make_task(config, grabs_to_terminate=50)
+    try:
+        assert task.grab_limit == sim.scene.object_count
+    finally:
+        sim.close()
+
+
+def test_objects_that_fall_out_are_removed_and_reported(task):
+    sim, task = task
+    obj = sim.scene.objects[-1]
+    sim.world.client.resetBasePositionAndOrientation(obj.body, [1.5, 1.5, 0.02], [0, 0, 0, 1])
+    status = task.update()
+    assert status.removed_outside == (obj.name,)
+    assert status.objects_left == sim.scene.object_count
+    assert status.grabs == 0 and status.reward == 0.0
+
+
+def test_shaking_verifies_a_firm_grab(config):
+    sim, task = make_task(config, verify_grab_by_shaking=True)
+    try:
+        hold_above(sim, 0.25)
+        steps = sim.world.step_count
+        assert task.update().grabs == 1
+        assert sim.world.step_count > steps  # the arm moved up and down before the grab counted
+        assert np.linalg.norm(sim.arm.ee_pose()[0] - sim.scene.pick_bin.to_world([0, 0, 0.25])) < 0.01
+    finally:
+        sim.close()
