@@ -1,8 +1,12 @@
 """A scripted (non-learned) top-down picker: choose an object, approach, descend, close, lift.
 
 It only needs what a ROS client can see: the gripper's pose and, per object, its pose and mesh
-(the `world/objects` markers carry both), so the same code drives the in-process core, the ROS
-demo and the gym envs.
+(the `world/objects` markers carry both), plus the bin's place and size from the scene file, so the
+same code drives the in-process core, the ROS demo and the gym envs.
+
+A grasp is chosen so that the open fingers come down on free floor: inside the bin's walls and
+clear of the other objects. Otherwise the fingers land on a rim or a neighbour, which in the seed's
+rules ends the episode (arm-bin contact) or leaves the object untouched.
 """
 from __future__ import annotations
 
@@ -15,6 +19,10 @@ from scipy.spatial.transform import Rotation
 
 APPROACH_HEIGHT = 0.10  # metres above the grasp point before descending
 LIFT_HEIGHT = 0.15  # metres above the grasp point when lifting (clear of the bins' rims)
+FINGER_REACH = 0.047  # half the open span at the fingers' widest (they flare out above the pads)
+FINGER_HALF_WIDTH = 0.013  # a finger pad's half width along the gripper's x axis
+WALL_CLEARANCE = 0.003  # metres between a finger and the inside of a wall
+NEIGHBOUR_CLEARANCE = 0.004  # metres between a finger and another object
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,28 @@ class ObjectView:
 
     def world_vertices(self) -> np.ndarray:
         return Rotation.from_quat(self.orientation).apply(self.vertices) + self.position
+
+
+@dataclass(frozen=True)
+class BinInterior:
+    """The free space inside a bin's walls, seen from above: centre, yaw and half extents [m]."""
+
+    centre: np.ndarray  # world x, y
+    yaw: float
+    half_extents: np.ndarray  # along the bin's own x, y
+
+    @classmethod
+    def from_config(cls, bin_config) -> "BinInterior":
+        length, width, _ = bin_config.size
+        wall = bin_config.wall_thickness
+        return cls(np.asarray(bin_config.position[:2], float), float(np.radians(bin_config.orientation_deg[2])),
+                   np.array([length / 2 - wall, width / 2 - wall]))
+
+    def margin(self, points_xy: np.ndarray) -> float:
+        """Smallest distance of the points to the walls (negative: some point is outside)."""
+        c, s = np.cos(self.yaw), np.sin(self.yaw)
+        local = (points_xy - self.centre) @ np.array([[c, -s], [s, c]])
+        return float(np.min(self.half_extents - np.abs(local)))
 
 
 @dataclass(frozen=True)
@@ -48,32 +78,56 @@ def obj_vertices(path: str) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
-def choose_grasp(objects: list[ObjectView], exclude: set[str] = frozenset()) -> Grasp | None:
-    """The object with the most free room around it, grasped at its centre across its narrow side."""
+def finger_points(centre_xy: np.ndarray, yaw: float) -> np.ndarray:
+    """Points outlining the two open fingers, seen from above, for a grasp at centre_xy and yaw."""
+    x_axis = np.array([np.cos(yaw), np.sin(yaw)])
+    y_axis = np.array([-np.sin(yaw), np.cos(yaw)])
+    offsets = [side * reach * y_axis + along * FINGER_HALF_WIDTH * x_axis
+               for side in (-1, 1) for reach in (0.022, 0.035, FINGER_REACH) for along in (-1, 0, 1)]
+    return centre_xy + np.array(offsets)
+
+
+def choose_grasp(objects: list[ObjectView], exclude: set[str] = frozenset(),
+                 interior: BinInterior | None = None) -> Grasp | None:
+    """The grasp whose open fingers have the most room: across the object's narrow side (or turned a
+    quarter for a roundish object), inside the bin's walls, away from the other objects."""
     candidates = [o for o in objects if o.name not in exclude]
     if not candidates:
         return None
-    centres = {o.name: _footprint_centre(o) for o in objects}
+    points = {o.name: o.world_vertices() for o in objects}
+    best, best_room = None, -np.inf
+    for obj in candidates:
+        mine = points[obj.name]
+        centre = (mine.min(axis=0) + mine.max(axis=0)) / 2
+        others = np.concatenate([points[o.name] for o in objects if o is not obj] or [np.empty((0, 3))])
+        for yaw in _yaw_choices(mine):
+            fingers = finger_points(centre[:2], yaw)
+            room = _room(fingers, others, interior) - 0.3 * (centre[2] - mine[:, 2].min())  # prefer lying flat
+            if room > best_room:
+                best, best_room = Grasp(obj.name, centre, yaw), room
+    return best
 
-    def clearance(obj: ObjectView) -> float:
-        others = [np.linalg.norm(centres[o.name][:2] - centres[obj.name][:2]) for o in objects if o is not obj]
-        return min(others, default=np.inf) - 0.5 * centres[obj.name][2]  # prefer free and not stacked
 
-    best = max(candidates, key=clearance)
-    return Grasp(best.name, centres[best.name], _narrow_side_yaw(best))
+def _room(fingers: np.ndarray, others: np.ndarray, interior: BinInterior | None) -> float:
+    """Free space around the fingers: the tighter of the wall and neighbour clearances [m]."""
+    wall = interior.margin(fingers) - WALL_CLEARANCE if interior is not None else np.inf
+    if len(others):
+        gaps = np.linalg.norm(others[None, :, :2] - fingers[:, None, :], axis=2)
+        neighbour = float(gaps.min()) - NEIGHBOUR_CLEARANCE
+    else:
+        neighbour = np.inf
+    return min(wall, neighbour, 1.0)
 
 
-def _footprint_centre(obj: ObjectView) -> np.ndarray:
-    points = obj.world_vertices()
-    return (points.min(axis=0) + points.max(axis=0)) / 2
-
-
-def _narrow_side_yaw(obj: ObjectView) -> float:
-    """Yaw that lines the gripper's x axis (between the fingers' faces) up with the object's long axis."""
-    xy = obj.world_vertices()[:, :2]
-    _, vectors = np.linalg.eigh(np.cov((xy - xy.mean(axis=0)).T))
+def _yaw_choices(points: np.ndarray) -> list[float]:
+    """Gripper yaws that close the fingers across the object: its long axis along the gripper's x
+    (between the finger faces), and a quarter turn for objects nearly as wide as they are long."""
+    xy = points[:, :2] - points[:, :2].mean(axis=0)
+    values, vectors = np.linalg.eigh(np.cov(xy.T))
     major = vectors[:, 1]
-    return float(np.arctan2(major[1], major[0]))
+    yaw = float(np.arctan2(major[1], major[0]))
+    elongation = np.sqrt(values[1] / max(values[0], 1e-12))
+    return [yaw, yaw + np.pi / 2] if elongation < 1.5 else [yaw]
 
 
 def yaw_step(current: float, target: float) -> float:

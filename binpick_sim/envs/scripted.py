@@ -9,17 +9,20 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..policy import Grasp, choose_grasp, yaw_step
+from ..policy import BinInterior, Grasp, choose_grasp, yaw_step
 
 REACHED = 0.002  # m
 YAW_REACHED = 0.01  # rad
 CLOSE_STEPS = 4  # env steps to let the fingers close
 PHASE_STEPS = 40  # env steps before a phase gives up (blocked by something)
+STALLED = 0.0005  # m: a step that moves the gripper less than this while it should move means it is
+                  # as close as it gets (the target is below the workspace floor, or something is in the way)
 
 
 class ScriptedPicker:
     def __init__(self, env):
         self.env = env.unwrapped
+        self.interior = BinInterior.from_config(self.env.config.scene.pick_bin)
         self.reset()
 
     def reset(self) -> None:
@@ -28,6 +31,7 @@ class ScriptedPicker:
         self.phase = 0
         self.phase_steps = 0
         self.attempts = 0
+        self.previous: np.ndarray | None = None
 
     @property
     def phase_name(self) -> str:
@@ -35,7 +39,7 @@ class ScriptedPicker:
 
     def act(self, observation: dict) -> np.ndarray:
         if self.grasp is None:
-            self.grasp = choose_grasp(self.env.object_views(), exclude=self.tried)
+            self.grasp = choose_grasp(self.env.object_views(), exclude=self.tried, interior=self.interior)
             if self.grasp is None:  # nothing left to try: stay put
                 return np.zeros(5, np.float32)
             self.tried.add(self.grasp.name)
@@ -51,9 +55,13 @@ class ScriptedPicker:
             if self.phase_steps >= CLOSE_STEPS:
                 self._next_phase()
             return np.array([0, 0, 0, 0, gripper], np.float32)
-        error = target - np.asarray(observation["ee_position"], float)
+        position = np.asarray(observation["ee_position"], float)
+        error = target - position
         turn = yaw_step(self._yaw(), self.grasp.yaw)
-        if (np.linalg.norm(error) < REACHED and abs(turn) < YAW_REACHED) or self.phase_steps > PHASE_STEPS:
+        stalled = (self.previous is not None and self.phase_steps > 2
+                   and np.linalg.norm(position - self.previous) < STALLED and abs(turn) < YAW_REACHED)
+        self.previous = position
+        if (np.linalg.norm(error) < REACHED and abs(turn) < YAW_REACHED) or stalled or self.phase_steps > PHASE_STEPS:
             self._next_phase()
         env = self.env
         action = np.concatenate([np.clip(error / env.dv, -1, 1), [np.clip(turn / env.da, -1, 1), gripper]])
