@@ -114,7 +114,7 @@ class PhysicsLoop:
                     if self._budget <= 0:
                         self._settle()
                 else:
-                    self._drain(block_until=time.monotonic() + 0.1)
+                    self._drain(block_until=time.monotonic() + 0.1, stop_after_work=True)
                 continue
             self._drain(block_until=None)
             self._step()
@@ -149,8 +149,9 @@ class PhysicsLoop:
         except Exception:  # a broken publisher must not stop the physics
             self.failures += 1
 
-    def _drain(self, block_until: float | None) -> None:
-        """Run queued calls; if block_until is given, keep waiting for more until that wall time."""
+    def _drain(self, block_until: float | None, stop_after_work: bool = False) -> None:
+        """Run queued calls; if block_until is given, keep waiting for more until that wall time
+        (or, with stop_after_work, only until some work arrived and ran)."""
         while True:
             timeout = None if block_until is None else block_until - time.monotonic()
             try:
@@ -162,6 +163,8 @@ class PhysicsLoop:
                     return
                 continue
             _resolve(*item)
+            if stop_after_work:
+                block_until = None
 
     def _add_budget(self, steps: int) -> None:
         self._requests.append(steps)

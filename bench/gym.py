@@ -1,0 +1,62 @@
+"""Gym: env steps per second for every env x backend x observation, beside raw PyBullet stepping of
+the same scene (as env steps: 24 physics steps each); and the scripted picker's success rate."""
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+from tqdm import tqdm
+
+import binpick_sim.envs  # noqa: F401  (registers the ids)
+from binpick_sim.envs import ENV_IDS
+from binpick_sim.envs.scripted import run_episode
+
+from .figures import Figure
+from .physics import raw_steps_per_second
+
+STEPS = {"state": 60, "image": 15}
+SUCCESS_SEEDS = range(20)
+
+
+def env_steps_per_second(env_id: str, backend: str, observation: str) -> float:
+    env = gym.make(env_id, backend=backend, observation=observation)
+    try:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        env.step(env.action_space.sample())  # warm up
+        start = time.perf_counter()
+        for _ in range(STEPS[observation]):
+            env.step(env.action_space.sample())
+        return STEPS[observation] / (time.perf_counter() - start)
+    finally:
+        env.close()
+
+
+def picker_success(backend: str = "ros") -> float:
+    env = gym.make("binpick_sim/FrankaDelta-v0", backend=backend, observation="state")
+    try:
+        grabs = [run_episode(env, seed)["grabs"] > 0
+                 for seed in tqdm(SUCCESS_SEEDS, desc="scripted picker", leave=False, disable=None)]
+    finally:
+        env.close()
+    return 100.0 * sum(grabs) / len(grabs)
+
+
+def measure() -> list[Figure]:
+    steps_per_action = 24
+    raw = raw_steps_per_second(3.0) / steps_per_action
+    figures = []
+    combos = [(e, b, o) for e in sorted(ENV_IDS) for b in ("direct", "ros") for o in ("state", "image")]
+    for env_id, backend, observation in tqdm(combos, desc="gym envs", leave=False, disable=None):
+        rate = env_steps_per_second(env_id, backend, observation)
+        name = f"{env_id.split('/')[1]} {backend}, {observation}"
+        note = "raw: 24 stepSimulation calls" + (", camera 640x480" if observation == "image" else "")
+        figures.append(Figure("gym", name, rate, "steps/s", raw, note))
+    figures.append(Figure("gym", "scripted picker, FrankaDelta-v0 ros, seeds 0-19", picker_success("ros"),
+                          "% episodes with a grab"))
+    return figures
+
+
+if __name__ == "__main__":
+    for figure in measure():
+        print(figure.as_dict())
