@@ -150,6 +150,7 @@ class FrankaArm:
             c.setJointMotorControl2(self.body, j, c.POSITION_CONTROL, targetPosition=target,
                                     force=force, maxVelocity=vmax)
         self.targets = q
+        self.velocity_targets = None
         return q
 
     def set_velocity_targets(self, v) -> np.ndarray:
@@ -158,6 +159,7 @@ class FrankaArm:
         self.world.client.setJointMotorControlArray(self.body, self.joints, self.world.client.VELOCITY_CONTROL,
                                                     targetVelocities=v.tolist(), forces=self.limits.effort.tolist())
         self.targets = None
+        self.velocity_targets = v
         return v
 
     def set_gripper(self, open_: bool) -> None:

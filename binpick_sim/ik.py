@@ -25,36 +25,39 @@ class PandaIK:
         self.lower, self.upper, self.rest = np.asarray(lower), np.asarray(upper), np.asarray(rest)
         self.link, self.joints = link, joints
 
-    def solve(self, start, position, orientation) -> tuple[np.ndarray, float]:
-        """Joint positions (9, fingers as in `start`) that put `link` at the pose, and the remaining error [m].
+    def solve(self, start, position, orientation=None, link: int | None = None) -> tuple[np.ndarray, float]:
+        """Joint positions (9, fingers as in `start`) that put `link` (default: the grasp target) at the
+        position (and orientation, if given), and the distance still left [m].
 
         The first pass keeps the arm near its rest posture (null space); the later passes polish that
         answer without the posture term, which otherwise costs a few millimetres of accuracy.
         """
         c = self.client
+        link = self.link if link is None else link
+        pose = [list(position)] + ([list(orientation)] if orientation is not None else [])
         self._set(start)
         q = np.array(c.calculateInverseKinematics(
-            self.body, self.link, list(position), list(orientation),
-            lowerLimits=self.lower.tolist(), upperLimits=self.upper.tolist(),
+            self.body, link, *pose, lowerLimits=self.lower.tolist(), upperLimits=self.upper.tolist(),
             jointRanges=(self.upper - self.lower).tolist(), restPoses=self.rest.tolist(),
             maxNumIterations=100, residualThreshold=1e-6)[:9])
-        error = self._set(q, position)
+        error = self._set(q, position, link)
         for _ in range(ROUNDS):
             if error < TOLERANCE:
                 break
-            q = np.array(c.calculateInverseKinematics(self.body, self.link, list(position), list(orientation),
-                                                      maxNumIterations=100, residualThreshold=1e-6)[:9])
-            error = self._set(q, position)
+            q = np.array(c.calculateInverseKinematics(self.body, link, *pose, maxNumIterations=100,
+                                                      residualThreshold=1e-6)[:9])
+            error = self._set(q, position, link)
         q = np.clip(q, self.lower, self.upper)
         q[7:] = np.asarray(start)[7:]
-        return q, error
+        return q, self._set(q, position, link)  # the error of the answer as returned (within limits)
 
-    def _set(self, q, position=None) -> float:
+    def _set(self, q, position=None, link: int | None = None) -> float:
         for j, value in zip(self.joints, q):
             self.client.resetJointState(self.body, j, value)
         if position is None:
             return np.inf
-        reached = self.client.getLinkState(self.body, self.link, computeForwardKinematics=True)[4]
+        reached = self.client.getLinkState(self.body, self.link if link is None else link,
+                                           computeForwardKinematics=True)[4]
         return float(np.linalg.norm(np.subtract(reached, position)))
 
     def close(self) -> None:

@@ -85,8 +85,12 @@ class ArmNode(Node):
 
     def trigger(self, action, what: str):
         def serve(request, response):
-            self.loop.run(action)
-            response.success, response.message = True, what
+            try:
+                self.loop.run(action)
+                response.success, response.message = True, what
+            except Exception as exc:  # report it and keep serving
+                response.success, response.message = False, f"{what} failed: {exc!r}"
+                self.get_logger().error(response.message)
             return response
         return serve
 

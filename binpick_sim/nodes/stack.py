@@ -13,6 +13,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from ..config import ConfigError
 from .arm_node import ArmNode
 from .camera_node import CameraNode
+from .reasoning_node import ReasoningNode
 from .task_node import TaskNode
 from .world_node import WorldNode
 
@@ -33,6 +34,8 @@ class SimStack:
             self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
         if self.world.task_enabled:
             self.nodes.append(TaskNode(self.sim, self.loop, **options("task")))
+        if self.world.reasoning_enabled:
+            self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
         self.executor = MultiThreadedExecutor(num_threads=2, context=context)
         for node in self.nodes:
             self.executor.add_node(node)

@@ -37,6 +37,8 @@ class WorldNode(Node):
                                       read_only=True)
         self.task_enabled = declare(self, "task", False, "Start the task node (grabs, collisions, reward) in "
                                     "this process.", read_only=True)
+        self.reasoning_enabled = declare(self, "reasoning", False, "Start the reasoning node (scene queries "
+                                         "under reasoning/) in this process.", read_only=True)
         lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
                            "observation after each request (for the gym envs).", read_only=True)
         self.keep_object_type = declare(self, "keep_object_type", False,

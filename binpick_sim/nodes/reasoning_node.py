@@ -1,0 +1,167 @@
+"""The `reasoning` node: one std_srvs/Trigger service per query, answering for every object at once
+with JSON in `message`; what a query needs besides the world (camera pose, gripper link,
+thresholds, extra positions) comes from this node's parameters."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
+
+from ..loop import PhysicsLoop
+from ..reasoning import CameraView, Reasoner
+from ..sim import BinPickingSim
+from .diagnostics import NodeDiagnostics
+from .params import declare
+
+QUERIES = ("stable", "contact", "visible", "occluding", "reachable", "blocking", "supporting")
+
+
+class ReasoningNode(Node):
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
+        super().__init__("reasoning", **kwargs)
+        self.sim, self.loop = sim, loop
+        self.reasoner = loop.run(Reasoner, sim)
+        declare(self, "objects", Parameter.Type.STRING_ARRAY, "Objects the per-object queries answer for "
+                "(unset: all of them).")
+        declare(self, "use_camera_pose", True, "visible/occluding look from the camera's camera_optical_frame; "
+                "false: from camera_position / camera_orientation.")
+        declare(self, "camera_position", [0.0, 0.0, 1.0], "Eye position in world [m] when use_camera_pose is false.")
+        declare(self, "camera_orientation", [0.0, 0.0, 0.0, 1.0], "Eye orientation in world (quaternion xyzw) "
+                "when use_camera_pose is false.")
+        declare(self, "front_axis", [0.0, 0.0, 1.0], "The eye frame's axis it looks along (z for an optical frame).")
+        declare(self, "visible_threshold", 0.8, "visible: share of an object's own pixels that must be seen.")
+        declare(self, "render_width", 320, "Image width for visible/occluding [px].")
+        declare(self, "render_height", 240, "Image height for visible/occluding [px].")
+        declare(self, "gripper_link", "panda_grasptarget", "Link that reachable/blocking put at the target.")
+        declare(self, "reach_threshold", 0.001, "reachable: largest distance left between link and target [m].")
+        declare(self, "top_down", True, "reachable/blocking: the gripper points down (false: position only, "
+                "as PyCRAM).")
+        declare(self, "positions", Parameter.Type.DOUBLE_ARRAY, "Extra points for reachable, x y z after x y z "
+                "in world [m] (unset: none).")
+        self.add_on_set_parameters_callback(self.check_parameters)
+        self.answered, self.failed = 0, 0
+        self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
+                                           values=lambda: {"answered": self.answered, "failed": self.failed})
+        for query in QUERIES:
+            self.create_service(Trigger, f"reasoning/{query}", self.server(query))
+
+    def server(self, query: str):
+        def serve(request, response):
+            try:
+                answer = self.loop.run(getattr(self, f"answer_{query}"), timeout=60.0)
+                response.success, response.message = True, json.dumps({"stamp": self.sim.world.time, **answer})
+                self.answered += 1
+            except (KeyError, ValueError) as exc:  # the question cannot be answered as asked
+                response.success, response.message = False, f"reasoning/{query}: {exc.args[0] if exc.args else exc}"
+                self.failed += 1
+                self.diagnostics.reject(f"reasoning/{query}", response.message)
+            except Exception as exc:  # a fault of ours: say so, keep serving
+                response.success, response.message = False, f"reasoning/{query}: internal error: {exc!r}"
+                self.failed += 1
+                self.get_logger().error(response.message)
+            return response
+        return serve
+
+    # --- the answers (physics thread) ---------------------------------------------------------
+    def names(self):
+        return self.reasoner.objects(self.value("objects") or None)
+
+    def answer_stable(self) -> dict:
+        return {"objects": self.reasoner.stable(self.names())}
+
+    def answer_contact(self) -> dict:
+        return {"pairs": [list(p) for p in self.reasoner.contacts()], "types": self.reasoner.types()}
+
+    def answer_supporting(self) -> dict:
+        return {"pairs": [list(p) for p in self.reasoner.supporting()], "types": self.reasoner.types()}
+
+    def answer_visible(self) -> dict:
+        threshold = self.value("visible_threshold")
+        seen = self.visibility()
+        return {"objects": {n: {"visible": a["ratio"] >= threshold and a["pixels_alone"] > 0, "ratio": a["ratio"],
+                                "pixels": a["pixels"], "pixels_alone": a["pixels_alone"]} for n, a in seen.items()},
+                "threshold": threshold}
+
+    def answer_occluding(self) -> dict:
+        return {"objects": {n: a["occluded_by"] for n, a in self.visibility().items()}}
+
+    def answer_reachable(self) -> dict:
+        link, threshold, top_down = self.value("gripper_link"), self.value("reach_threshold"), self.value("top_down")
+        names = self.names()
+        answer = self.reasoner.reachable({n: self.reasoner.object_position(n) for n in names}, link, threshold,
+                                         top_down)
+        points = np.reshape(self.value("positions") or [], (-1, 3))
+        extra = self.reasoner.reachable({str(i): p for i, p in enumerate(points)}, link, threshold, top_down)
+        trim = lambda a: {"reachable": bool(a["reachable"]), "distance": a["distance"]}  # noqa: E731
+        return {"objects": {n: trim(a) for n, a in answer.items()},
+                "positions": [{"position": points[int(i)].tolist(), **trim(a)} for i, a in extra.items()],
+                "link": link, "threshold": threshold, "top_down": top_down}
+
+    def answer_blocking(self) -> dict:
+        answer = self.reasoner.blocking(self.value("gripper_link"), self.value("top_down"), self.names())
+        return {"objects": answer, "types": self.reasoner.types()}
+
+    def visibility(self) -> dict:
+        if self.value("use_camera_pose"):
+            view = self.reasoner.default_view()
+        else:
+            x, y, z, w = self.value("camera_orientation")
+            rotation = np.array(self.sim.world.client.getMatrixFromQuaternion([x, y, z, w])).reshape(3, 3)
+            view = CameraView(np.array(self.value("camera_position")), rotation)
+        view = CameraView(view.position, view.rotation, np.array(self.value("front_axis")))
+        return self.reasoner.visibility(view, self.value("render_width"), self.value("render_height"), self.names())
+
+    def value(self, name: str):
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:  # an array parameter nobody has set: "none"
+            return None
+
+    def destroy_node(self) -> None:
+        self.reasoner.close()
+        super().destroy_node()
+
+    # --- parameters ---------------------------------------------------------------------------
+    def check_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
+        for p in parameters:
+            problem = parameter_problem(p.name, p.value)
+            if p.name == "gripper_link" and problem is None and p.value not in self.sim.arm.link_index:
+                problem = f"unknown link {p.value!r} (links: {', '.join(sorted(self.sim.arm.link_index))})"
+            if problem:
+                return SetParametersResult(successful=False, reason=f"{p.name}: {problem}")
+        return SetParametersResult(successful=True)
+
+
+def parameter_problem(name: str, value) -> str | None:
+    """Why a value cannot be used for this parameter, or None."""
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    def finite(values, length):  # rclpy hands arrays over as lists or array.array
+        return (hasattr(values, "__len__") and not isinstance(values, str) and len(values) == length
+                and all(number(v) for v in values))
+
+    if name == "camera_position" and not finite(value, 3):
+        return "needs 3 finite numbers"
+    if name == "camera_orientation" and not (finite(value, 4) and abs(np.linalg.norm(value) - 1) < 1e-3):
+        return "needs a unit quaternion x y z w"
+    if name == "front_axis" and not (finite(value, 3) and np.linalg.norm(value) > 1e-9):
+        return "needs 3 finite numbers, not all zero"
+    if name == "visible_threshold" and not (number(value) and 0 < value <= 1):
+        return "needs a number in (0, 1]"
+    if name == "reach_threshold" and not (number(value) and value > 0):
+        return "needs a number > 0 [m]"
+    if name in ("render_width", "render_height") and not (isinstance(value, int) and 8 <= value <= 4096):
+        return "needs an integer from 8 to 4096"
+    if name == "positions" and value is not None and not (
+            finite(value, len(value)) and len(value) % 3 == 0):
+        return "needs x y z triples of finite numbers"
+    if name == "gripper_link" and not isinstance(value, str):
+        return "needs a link name"
+    return None

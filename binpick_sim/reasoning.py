@@ -1,0 +1,210 @@
+"""Questions about the scene (seed 004, PyCRAM): stable, contact, visible, occluding, reachable,
+blocking, supporting — answered without disturbing the live world.
+
+The live world is only ever read: poses, closest points and camera images are pure queries. Anything
+that has to move something (a roll-out, putting the arm at an IK pose, rendering one object alone)
+happens in a private copy of the cell, rebuilt from the live state for each query, as PyCRAM copies
+its BulletWorld. (PyBullet's saveState/restoreState is not an option: a restored world drifts from
+the one that was never touched by centimetres within seconds.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .sim import BinPickingSim
+from .world import connect
+
+ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
+ROBOT_NAME = "panda"
+CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
+STABLE_SECONDS = 2.0  # seed: simulate 2 s...
+STABLE_DECIMALS = 3  # ...and compare positions rounded to 1 mm
+TOP_DOWN = (1.0, 0.0, 0.0, 0.0)  # xyzw: the gripper pointing at the floor
+
+
+@dataclass(frozen=True)
+class CameraView:
+    """Where to look from: a position, a rotation (3x3, world) and the frame's forward axis."""
+
+    position: np.ndarray
+    rotation: np.ndarray
+    front: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))  # optical frames look along z
+
+
+class Reasoner:
+    def __init__(self, sim: BinPickingSim):
+        self.sim = sim
+        self.copy = BinPickingSim(sim.config)  # ground, bins and arm; objects are mirrored per query
+        self.copy_objects: dict[str, int] = {}
+        self.solo = connect()  # renders one object at a time
+
+    def close(self) -> None:
+        self.copy.close()
+        self.solo.disconnect()
+
+    # --- names and types ----------------------------------------------------------------------
+    def bodies(self, sim: BinPickingSim | None = None) -> dict[str, tuple[int, str]]:
+        """name -> (body id, type) for every body of the live world (or of the copy)."""
+        sim = sim or self.sim
+        named = {name: (body, ENVIRONMENT) for name, body in sim.scene.environment_bodies.items()}
+        named[ROBOT_NAME] = (sim.arm.body, ROBOT)
+        if sim is self.copy:
+            named.update({name: (body, OBJECT) for name, body in self.copy_objects.items()})
+        else:
+            named.update({o.name: (o.body, OBJECT) for o in sim.scene.objects})
+        return named
+
+    def types(self) -> dict[str, str]:
+        return {name: kind for name, (_, kind) in self.bodies().items()}
+
+    def objects(self, names: list[str] | None = None) -> list[str]:
+        """The live objects' names, or `names` checked against them (KeyError naming the unknown ones)."""
+        present = [o.name for o in self.sim.scene.objects]
+        if not names:
+            return present
+        unknown = [n for n in names if n not in present]
+        if unknown:
+            raise KeyError(f"unknown object(s) {', '.join(unknown)} (objects now: {', '.join(present) or 'none'})")
+        return list(names)
+
+    # --- the copy -----------------------------------------------------------------------------
+    def mirror(self) -> None:
+        """Make the copy match the live world: object poses and velocities, arm joints and motors."""
+        live, copy = self.sim.world.client, self.copy.world.client
+        for body in self.copy_objects.values():
+            copy.removeBody(body)
+        self.copy_objects = {}
+        for obj in self.sim.scene.objects:
+            position, orientation = live.getBasePositionAndOrientation(obj.body)
+            body = copy.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
+            copy.changeDynamics(body, -1, mass=live.getDynamicsInfo(obj.body, -1)[0])
+            copy.resetBaseVelocity(body, *live.getBaseVelocity(obj.body))
+            self.copy_objects[obj.name] = body
+        arm, twin = self.sim.arm, self.copy.arm
+        for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
+            copy.resetJointState(twin.body, joint, position, velocity)
+        if arm.targets is not None:
+            twin.set_position_targets(arm.targets)
+        else:
+            twin.set_velocity_targets(arm.velocity_targets)
+
+    # --- the queries --------------------------------------------------------------------------
+    def stable(self, names: list[str] | None = None) -> dict[str, bool]:
+        """Seed: simulate 2 s (one roll-out for all objects) and compare positions rounded to 1 mm."""
+        names = self.objects(names)
+        self.mirror()
+        copy = self.copy.world.client
+        before = {n: np.round(copy.getBasePositionAndOrientation(self.copy_objects[n])[0], STABLE_DECIMALS)
+                  for n in names}
+        for _ in range(round(STABLE_SECONDS / self.copy.world.timestep)):
+            copy.stepSimulation()
+        return {n: bool(np.array_equal(
+            before[n], np.round(copy.getBasePositionAndOrientation(self.copy_objects[n])[0], STABLE_DECIMALS)))
+            for n in names}
+
+    def contacts(self) -> list[tuple[str, str]]:
+        """Every pair of bodies closer than CONTACT_DISTANCE (a pure query of the live world)."""
+        c = self.sim.world.client
+        named = list(self.bodies().items())
+        pairs = []
+        for i, (a, (body_a, _)) in enumerate(named):
+            for b, (body_b, _) in named[i + 1:]:
+                if c.getClosestPoints(body_a, body_b, CONTACT_DISTANCE):
+                    pairs.append((a, b))
+        return pairs
+
+    def supporting(self) -> list[tuple[str, str]]:
+        """Seed: (a, b) where b is above a and they touch; the robot supports nothing."""
+        c = self.sim.world.client
+        bodies = self.bodies()
+
+        def height(name):
+            return c.getBasePositionAndOrientation(bodies[name][0])[0][2]
+        found = []
+        for a, b in self.contacts():
+            if ROBOT_NAME in (a, b):
+                continue
+            lower, upper = (a, b) if height(a) < height(b) else (b, a)
+            found.append((lower, upper))
+        return found
+
+    def visibility(self, view: CameraView, width: int, height: int,
+                   names: list[str] | None = None) -> dict[str, dict]:
+        """Seed visible/occluding: per object, its pixels in the full scene over its pixels alone, and
+        the bodies that cover its own pixels. An object with no pixels alone is not visible."""
+        names = self.objects(names)
+        camera = self.sim.camera
+        view_matrix = self._view_matrix(view)
+        projection = self.sim.world.client.computeProjectionMatrixFOV(camera.config.fov_deg, width / height,
+                                                                       camera.config.near, camera.config.far)
+        full = self._segmentation(self.sim.world.client, width, height, view_matrix, projection)
+        by_body = {body: name for name, (body, _) in self.bodies().items()}
+        answers = {}
+        for name in names:
+            obj = self.sim.scene.object_named(name)
+            position, orientation = self.sim.world.client.getBasePositionAndOrientation(obj.body)
+            alone_body = self.solo.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
+            try:
+                alone = self._segmentation(self.solo, width, height, view_matrix, projection) == alone_body
+            finally:
+                self.solo.removeBody(alone_body)
+            seen = int(np.count_nonzero(full == obj.body))
+            possible = int(np.count_nonzero(alone))
+            covering = {int(b) for b in np.unique(full[alone]) if b >= 0 and b != obj.body}
+            answers[name] = {"pixels": seen, "pixels_alone": possible,
+                             "ratio": seen / possible if possible else 0.0,
+                             "occluded_by": sorted(by_body[b] for b in covering if b in by_body)}
+        return answers
+
+    def reachable(self, targets: dict[str, np.ndarray], link: str, threshold: float,
+                  top_down: bool) -> dict[str, dict]:
+        """Seed: IK for each target on a copy of the arm; reachable if `link` ends within `threshold`."""
+        arm = self.sim.arm
+        if link not in arm.link_index:
+            raise KeyError(f"unknown link {link!r} (links: {', '.join(sorted(arm.link_index))})")
+        start = arm.joint_states()[0]
+        answers = {}
+        for name, target in targets.items():
+            q, error = arm.solver.solve(start, target, TOP_DOWN if top_down else None, arm.link_index[link])
+            answers[name] = {"reachable": error < threshold, "distance": error, "joints": q.tolist()}
+        return answers
+
+    def blocking(self, link: str, top_down: bool, names: list[str] | None = None) -> dict[str, list[str]]:
+        """Seed: put a copy of the arm at the IK pose for each object; everything it then touches,
+        other than the object itself, blocks (environment bodies included: filter them by type)."""
+        names = self.objects(names)
+        targets = {n: self.object_position(n) for n in names}
+        poses = self.reachable(targets, link, np.inf, top_down)
+        self.mirror()
+        copy, twin = self.copy.world.client, self.copy.arm
+        copy_bodies = self.bodies(self.copy)
+        answers = {}
+        for name in names:
+            for joint, value in zip(twin.joints, poses[name]["joints"]):
+                copy.resetJointState(twin.body, joint, value)
+            answers[name] = sorted(other for other, (body, kind) in copy_bodies.items()
+                                   if kind != ROBOT and other != name
+                                   and copy.getClosestPoints(twin.body, body, CONTACT_DISTANCE))
+        return answers
+
+    # --- helpers ------------------------------------------------------------------------------
+    def object_position(self, name: str) -> np.ndarray:
+        return self.sim.scene.object_position(self.sim.scene.object_named(name))
+
+    def default_view(self) -> CameraView:
+        position, rotation = self.sim.camera.optical_pose()
+        return CameraView(np.asarray(position), np.asarray(rotation))
+
+    def _view_matrix(self, view: CameraView) -> list[float]:
+        forward = view.rotation @ (view.front / np.linalg.norm(view.front))
+        up = view.rotation @ np.array([0.0, -1.0, 0.0])  # the optical frame's "up" is -y
+        if abs(np.dot(up, forward)) > 0.99:
+            up = view.rotation @ np.array([0.0, 0.0, 1.0])
+        return self.sim.world.client.computeViewMatrix(view.position.tolist(), (view.position + forward).tolist(),
+                                                        up.tolist())
+
+    def _segmentation(self, client, width, height, view_matrix, projection) -> np.ndarray:
+        seg = client.getCameraImage(width, height, view_matrix, projection, renderer=client.ER_TINY_RENDERER)[4]
+        return np.asarray(seg, dtype=np.int64).reshape(height, width)
