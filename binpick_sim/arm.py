@@ -108,7 +108,6 @@ class FrankaArm:
         self.controller = None
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
-        self.targets = self.home.copy()
         self.gripper_open = True  # seed: reset leaves the gripper open
         self.set_position_targets(self.home)
 
@@ -143,24 +142,35 @@ class FrankaArm:
     def set_position_targets(self, q) -> np.ndarray:
         """Hand 9 position targets to the motors, clipped to the joint limits; returns what was set."""
         q = self.limits.clip_position(np.asarray(q, dtype=float))
-        c = self.world.client
-        forces = self.limits.effort.copy()
-        forces[7:] = self.config.finger_force
-        for j, target, force, vmax in zip(self.joints, q, forces, self.limits.velocity):
-            c.setJointMotorControl2(self.body, j, c.POSITION_CONTROL, targetPosition=target,
-                                    force=force, maxVelocity=vmax)
-        self.targets = q
-        self.velocity_targets = None
+        self.command_motors(q, np.full(len(q), np.nan))
         return q
 
     def set_velocity_targets(self, v) -> np.ndarray:
         """Hand 9 velocity targets to the motors, clipped to the velocity limits; returns what was set."""
         v = self.limits.clip_velocity(np.asarray(v, dtype=float))
-        self.world.client.setJointMotorControlArray(self.body, self.joints, self.world.client.VELOCITY_CONTROL,
-                                                    targetVelocities=v.tolist(), forces=self.limits.effort.tolist())
-        self.targets = None
-        self.velocity_targets = v
+        self.command_motors(np.full(len(v), np.nan), v)
         return v
+
+    def command_motors(self, positions, velocities) -> None:
+        """Per joint: a position target (where `positions` is a number) or a velocity target (where only
+        `velocities` is); values are used as given, so clip them first. This pair is the whole motor
+        state: `targets` and `velocity_targets` report it back."""
+        c = self.world.client
+        forces = self.limits.effort.copy()
+        forces[7:] = self.config.finger_force
+        for i, (j, force) in enumerate(zip(self.joints, forces)):
+            if np.isfinite(positions[i]):
+                c.setJointMotorControl2(self.body, j, c.POSITION_CONTROL, targetPosition=positions[i],
+                                        force=force, maxVelocity=self.limits.velocity[i])
+            else:
+                c.setJointMotorControl2(self.body, j, c.VELOCITY_CONTROL, targetVelocity=velocities[i], force=force)
+        self.position_targets = np.array(positions, dtype=float)
+        self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
+
+    @property
+    def targets(self) -> np.ndarray | None:
+        """The 9 position targets, or None while any joint runs on a velocity target."""
+        return None if np.isnan(self.position_targets).any() else self.position_targets.copy()
 
     def set_gripper(self, open_: bool) -> None:
         """Open to the configured width or close fully, leaving the seven arm joints' targets alone

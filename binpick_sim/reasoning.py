@@ -85,10 +85,7 @@ class Reasoner:
         arm, twin = self.sim.arm, self.copy.arm
         for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
             copy.resetJointState(twin.body, joint, position, velocity)
-        if arm.targets is not None:
-            twin.set_position_targets(arm.targets)
-        else:
-            twin.set_velocity_targets(arm.velocity_targets)
+        twin.command_motors(arm.position_targets, arm.velocity_targets)
 
     # --- the queries --------------------------------------------------------------------------
     def stable(self, names: list[str] | None = None) -> dict[str, bool]:

@@ -12,10 +12,12 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Float64MultiArray, UInt64
+from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
 from ..arm import FINGER_LINKS, JOINT_NAMES
 from ..loop import PhysicsLoop
+from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from ..sim import BinPickingSim
 from . import convert
 from .diagnostics import BadCommand, NodeDiagnostics, finite_vector
@@ -24,6 +26,8 @@ from .params import declare
 POSITION_TOPIC = "arm/position_commands"
 VELOCITY_TOPIC = "arm/velocity_commands"
 DELTA_TOPIC = "arm/delta_commands"
+TRAJECTORY_TOPIC = "arm/joint_trajectory"
+JOINT_COMMANDS_TOPIC = "arm/joint_commands"
 
 
 class ArmNode(Node):
@@ -44,6 +48,8 @@ class ArmNode(Node):
         self.create_subscription(Float64MultiArray, POSITION_TOPIC, self.on_position, 10)
         self.create_subscription(Float64MultiArray, VELOCITY_TOPIC, self.on_velocity, 10)
         self.create_subscription(Float64MultiArray, DELTA_TOPIC, self.on_delta, 10)
+        self.create_subscription(JointTrajectory, TRAJECTORY_TOPIC, self.on_trajectory, 10)
+        self.create_subscription(JointState, JOINT_COMMANDS_TOPIC, self.on_joint_commands, 10)
         self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"))
         self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"))
         self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"))
@@ -75,6 +81,34 @@ class ArmNode(Node):
             if clip is not None and not np.array_equal(clip(values), values):
                 self.diagnostics.clip(topic, "targets outside the joint limits were")
             self.loop.call(apply, values)
+        self.count_received()
+
+    def on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            trajectory = Trajectory.parse(msg.joint_names,
+                                          [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
+                                          [p.positions for p in msg.points], [p.velocities for p in msg.points],
+                                          self.arm.limits.lower, self.arm.limits.upper)
+        except BadTrajectory as exc:
+            self.diagnostics.reject(TRAJECTORY_TOPIC, str(exc))
+        else:
+            start = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9  # 0: now, as in ros2_control
+            self.loop.call(self.start_trajectory, trajectory, start)
+        self.count_received()
+
+    def on_joint_commands(self, msg: JointState) -> None:
+        try:
+            positions, velocities = joint_command(msg.name, msg.position, msg.velocity)
+        except BadCommand as exc:
+            self.diagnostics.reject(JOINT_COMMANDS_TOPIC, str(exc))
+        else:
+            named = np.isfinite(positions)
+            fast = np.isfinite(velocities) & ~named
+            clipped = np.where(named, self.arm.limits.clip_position(np.nan_to_num(positions)), np.nan)
+            speeds = np.where(fast, self.arm.limits.clip_velocity(np.nan_to_num(velocities)), np.nan)
+            if not (np.array_equal(clipped[named], positions[named]) and np.array_equal(speeds[fast], velocities[fast])):
+                self.diagnostics.clip(JOINT_COMMANDS_TOPIC, "targets outside the joint limits were")
+            self.loop.call(self.apply_joint_commands, clipped, speeds)
         self.count_received()
 
     def count_received(self) -> None:
@@ -113,6 +147,23 @@ class ArmNode(Node):
         self.take_over()
         self.arm.set_position_targets(self.arm.delta_targets(delta))
 
+    def start_trajectory(self, trajectory: Trajectory, start: float) -> None:
+        self.take_over()
+        begin = max(start, self.sim.world.time)
+        self.arm.set_controller(TrajectoryFollower(self.arm, trajectory, begin))
+
+    def apply_joint_commands(self, positions, velocities) -> None:
+        """Named joints take the new position (or, with only a velocity, that velocity); the others keep
+        what they had."""
+        self.take_over()
+        targets, speeds = self.arm.position_targets.copy(), self.arm.velocity_targets.copy()
+        by_position, by_velocity = np.isfinite(positions), np.isfinite(velocities)
+        targets[by_position], speeds[by_position] = positions[by_position], np.nan
+        targets[by_velocity], speeds[by_velocity] = np.nan, velocities[by_velocity]
+        self.arm.command_motors(targets, speeds)
+        if by_velocity.any():
+            self.last_velocity_command = self.sim.world.time
+
     def go_home(self) -> None:
         self.take_over()
         self.arm.set_position_targets(self.arm.home)
@@ -132,3 +183,28 @@ class ArmNode(Node):
         self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
         for publisher, frame, wrench in zip(self.wrench_publishers, FINGER_LINKS, self.arm.finger_wrenches()):
             publisher.publish(convert.wrench_stamped(now, frame, wrench))
+
+
+def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]:
+    """A JointState command as 9 positions and 9 velocities, NaN where a joint is not commanded."""
+    names = list(names)
+    if not names:
+        raise BadCommand("no joint names")
+    unknown = [n for n in names if n not in JOINT_NAMES]
+    if unknown:
+        raise BadCommand(f"unknown joint(s) {', '.join(map(repr, unknown))}")
+    if len(set(names)) != len(names):
+        raise BadCommand("a joint is named twice")
+    if not len(positions) and not len(velocities):
+        raise BadCommand("neither positions nor velocities")
+    q, v = np.full(len(JOINT_NAMES), np.nan), np.full(len(JOINT_NAMES), np.nan)
+    for values, into, what in ((positions, q, "position"), (velocities, v, "velocity")):
+        if not len(values):
+            continue
+        if len(values) != len(names):
+            raise BadCommand(f"{len(names)} names but {len(values)} {what} values")
+        values = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(values)):
+            raise BadCommand(f"{what} values must be finite numbers")
+        into[[JOINT_NAMES.index(n) for n in names]] = values
+    return q, v
