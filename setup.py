@@ -25,6 +25,7 @@ setup(
         "console_scripts": [
             "sim = binpick_sim.nodes.stack:main",
             "demo = binpick_sim.demo:main",
+            "description = binpick_sim.description:main",
         ],
     },
 )

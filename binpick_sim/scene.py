@@ -29,6 +29,20 @@ def object_files(object_set: str) -> list[Path]:
     return [f for i, f in enumerate(files) if (i % 10 == 0) == held_out]
 
 
+def bin_boxes(config: BinConfig) -> list[tuple[list[float], list[float]]]:
+    """(half extents, centre) of a bin's floor and four walls, in the bin frame (the centre of its
+    underside); the robot description builds the bins from the same boxes."""
+    length, width, height = config.size
+    t = config.wall_thickness
+    return [
+        ([length / 2, width / 2, t / 2], [0, 0, t / 2]),
+        ([t / 2, width / 2, height / 2], [length / 2 - t / 2, 0, height / 2]),
+        ([t / 2, width / 2, height / 2], [-length / 2 + t / 2, 0, height / 2]),
+        ([length / 2 - t, t / 2, height / 2], [0, width / 2 - t / 2, height / 2]),
+        ([length / 2 - t, t / 2, height / 2], [0, -width / 2 + t / 2, height / 2]),
+    ]
+
+
 class Bin:
     """A fixed, hollow box (floor + four walls) whose frame is the centre of its underside."""
 
@@ -47,16 +61,7 @@ class Bin:
         self.body = c.createMultiBody(0, collision, visual, self.position.tolist(), self.orientation.tolist())
 
     def boxes(self) -> list[tuple[list[float], list[float]]]:
-        """(half extents, centre) of the floor and the four walls, in the bin frame."""
-        length, width, height = self.config.size
-        t = self.config.wall_thickness
-        return [
-            ([length / 2, width / 2, t / 2], [0, 0, t / 2]),
-            ([t / 2, width / 2, height / 2], [length / 2 - t / 2, 0, height / 2]),
-            ([t / 2, width / 2, height / 2], [-length / 2 + t / 2, 0, height / 2]),
-            ([length / 2 - t, t / 2, height / 2], [0, width / 2 - t / 2, height / 2]),
-            ([length / 2 - t, t / 2, height / 2], [0, -width / 2 + t / 2, height / 2]),
-        ]
+        return bin_boxes(self.config)
 
     @property
     def top(self) -> float:

@@ -1,0 +1,114 @@
+"""The robot description (URDF) of the whole cell, made from the same sources as the simulation:
+PyBullet's own `franka_panda/panda.urdf` (the file the arm is loaded from) placed at the scene file's
+base pose, the bins built from the scene file's boxes, and the camera frames where it mounts the
+camera. Generating it, rather than keeping a second hand-written copy, means the two cannot drift.
+
+Mesh URIs become `file://` paths into the installed `pybullet_data`, so RViz on the machine that runs
+the simulation finds them without any other package.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pybullet_data
+
+from .config import BinConfig, Config, load_config
+from .paths import default_config, share_dir
+
+PANDA_DIR = Path(pybullet_data.getDataPath()) / "franka_panda"
+OPTICAL_RPY = (-np.pi / 2, 0.0, -np.pi / 2)  # camera_link -> camera_optical_frame (REP 103)
+ROS2_CONTROL = "ros2_control.xml"  # the <ros2_control> block for topic_based_ros2_control, in urdf/
+
+
+def cell_description(config: Config, ros2_control: bool = False) -> str:
+    robot = ET.Element("robot", name="binpick_cell")
+    ET.SubElement(robot, "link", name="world")
+    _add_panda(robot, config)
+    _add_bins(robot, config)
+    _add_camera(robot, config)
+    if ros2_control:
+        robot.append(ET.parse(share_dir() / "urdf" / ROS2_CONTROL).getroot())
+    ET.indent(robot)
+    return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
+
+
+def _add_panda(robot: ET.Element, config: Config) -> None:
+    """PyBullet's Panda, less its PyBullet-only tags, fixed to `world` at the configured base pose."""
+    panda = ET.parse(PANDA_DIR / "panda.urdf").getroot()
+    _fixed_joint(robot, "world_to_panda", "world", "panda_link0", config.arm.base_position,
+                 np.radians(config.arm.base_orientation_deg))
+    for element in panda:
+        if element.tag not in ("link", "joint"):
+            continue
+        for contact in element.findall("contact"):
+            element.remove(contact)
+        for collision in element.findall("collision"):
+            for material in collision.findall("material"):  # only visuals may carry a material
+                collision.remove(material)
+        for mesh in element.iter("mesh"):
+            mesh.set("filename", "file://" + str(PANDA_DIR / mesh.get("filename").removeprefix("package://")))
+        robot.append(element)
+
+
+def _add_bins(robot: ET.Element, config: Config) -> None:
+    """One fixed `scene` link carrying both bins as boxes, visual and collision."""
+    from .scene import bin_boxes  # the same boxes the simulation builds
+
+    scene = ET.SubElement(robot, "link", name="scene")
+    _fixed_joint(robot, "world_to_scene", "world", "scene", (0, 0, 0), (0, 0, 0))
+    for name, bin_config, colour in (("pick_bin", config.scene.pick_bin, "0.3 0.3 0.3 1"),
+                                     ("drop_bin", config.scene.drop_bin, "0.25 0.35 0.45 1")):
+        for k, (half, centre) in enumerate(bin_boxes(bin_config)):
+            position, rpy = _in_world(bin_config, centre)
+            size = " ".join(f"{2 * h:.6g}" for h in half)
+            for tag in ("visual", "collision"):
+                shape = ET.SubElement(scene, tag, name=f"{name}_{k}")
+                ET.SubElement(shape, "origin", xyz=_xyz(position), rpy=_xyz(rpy))
+                ET.SubElement(ET.SubElement(shape, "geometry"), "box", size=size)
+                if tag == "visual":
+                    ET.SubElement(ET.SubElement(shape, "material", name=f"{name}_grey"), "color", rgba=colour)
+
+
+def _add_camera(robot: ET.Element, config: Config) -> None:
+    camera = config.camera
+    ET.SubElement(robot, "link", name="camera_link")
+    ET.SubElement(robot, "link", name="camera_optical_frame")
+    _fixed_joint(robot, "camera_joint", camera.parent, "camera_link", camera.position,
+                 np.radians(camera.orientation_deg))
+    _fixed_joint(robot, "camera_optical_joint", "camera_link", "camera_optical_frame", (0, 0, 0), OPTICAL_RPY)
+
+
+def _fixed_joint(robot, name, parent, child, xyz, rpy) -> None:
+    joint = ET.SubElement(robot, "joint", name=name, type="fixed")
+    ET.SubElement(joint, "parent", link=parent)
+    ET.SubElement(joint, "child", link=child)
+    ET.SubElement(joint, "origin", xyz=_xyz(xyz), rpy=_xyz(rpy))
+
+
+def _in_world(bin_config: BinConfig, local) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.spatial.transform import Rotation
+
+    rotation = Rotation.from_euler("xyz", bin_config.orientation_deg, degrees=True)
+    return np.asarray(bin_config.position) + rotation.apply(local), rotation.as_euler("xyz")
+
+
+def _xyz(values) -> str:
+    return " ".join(f"{float(v):.9g}" for v in values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`ros2 run binpick_sim description [--config scene.yaml] [--ros2-control]`: the URDF on stdout."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--config", type=Path, default=default_config(), help="scene file")
+    parser.add_argument("--ros2-control", action="store_true", help="add the topic_based_ros2_control block")
+    args, _ = parser.parse_known_args(argv)  # launch may append --ros-args
+    sys.stdout.write(cell_description(load_config(args.config), ros2_control=args.ros2_control))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
