@@ -46,9 +46,10 @@ def test_a_trajectory_is_followed_in_time(client, stack, planner):
 def test_joint_commands_by_name_position_and_velocity(client, stack, planner):
     publishers, _ = planner
     start = client.joint_positions()
-    publishers["commands"].publish(JointState(name=["panda_joint2", "panda_finger_joint1", "panda_finger_joint2"],
-                                              position=[start[1] + 0.25, 0.03, 0.03]))
+    publishers["commands"].publish(JointState(name=["panda_joint2", "panda_finger_joint1"],
+                                              position=[start[1] + 0.25, 0.035]))
     client.spin_until(lambda: abs(client.joint_positions()[1] - start[1] - 0.25) < 0.01, 30, "joint 2 moved")
+    client.spin_until(lambda: np.abs(client.joint_positions()[7:] - 0.035).max() < 0.002, 30, "both fingers")
     assert np.abs(client.joint_positions()[[0, 2, 3, 4, 5, 6]] - start[[0, 2, 3, 4, 5, 6]]).max() < 0.02
     publishers["commands"].publish(JointState(name=["panda_joint1"], velocity=[0.5]))
     client.spin_until(lambda: client.latest["joint_states"].velocity[0] > 0.4, 30, "joint 1 turning")
@@ -100,10 +101,11 @@ def test_garbage_is_refused_counted_and_changes_nothing(client, stack, planner):
 
 def test_a_fixed_topic_command_stops_a_running_trajectory(client, stack, planner):
     publishers, _ = planner
-    far = stack.sim.arm.home[:7] + [1.0, 0, 0, 0, 0, 0, 0]
-    publishers["trajectory"].publish(JointTrajectory(joint_names=ARM, points=[point(far, 10.0)]))
-    client.spin_until(lambda: stack.sim.arm.controller is not None, 10, "the trajectory running")
-    hold = list(stack.sim.arm.home)
+    home = stack.sim.arm.home
+    far = home[:7] + [1.0, 0, 0, 0, 0, 0, 0]
+    publishers["trajectory"].publish(JointTrajectory(joint_names=ARM, points=[point(far, 5.0)]))
+    client.spin_until(lambda: client.joint_positions()[0] - home[0] > 0.1, 30, "the trajectory under way")
+    hold = list(home)
     client.send("position", hold)
     client.spin_until(lambda: np.abs(client.joint_positions() - hold).max() < 0.01, 30, "the position command")
     assert stack.sim.arm.controller is None

@@ -186,7 +186,8 @@ class ArmNode(Node):
 
 
 def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]:
-    """A JointState command as 9 positions and 9 velocities, NaN where a joint is not commanded."""
+    """A JointState command as 9 positions and 9 velocities, NaN where a joint is not commanded.
+    A command for one finger alone applies to both (the second finger is a mimic joint on the real hand)."""
     names = list(names)
     if not names:
         raise BadCommand("no joint names")
@@ -207,4 +208,7 @@ def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]
         if not np.all(np.isfinite(values)):
             raise BadCommand(f"{what} values must be finite numbers")
         into[[JOINT_NAMES.index(n) for n in names]] = values
+    for values in (q, v):  # a command for one finger alone moves both, as the real hand's mimic joint does
+        if np.isnan(values[7]) != np.isnan(values[8]):
+            values[7:] = np.nanmax(values[7:])
     return q, v
