@@ -19,9 +19,10 @@ from ..arm import FINGER_LINKS, JOINT_NAMES
 from ..loop import PhysicsLoop
 from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from ..sim import BinPickingSim
-from . import convert
+from . import convert, trajectory_actions
 from .diagnostics import BadCommand, NodeDiagnostics, finite_vector
 from .params import declare
+from .trajectory_actions import TrajectoryActions
 
 POSITION_TOPIC = "arm/position_commands"
 VELOCITY_TOPIC = "arm/velocity_commands"
@@ -53,6 +54,12 @@ class ArmNode(Node):
         self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"))
         self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"))
         self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"))
+        controller = declare(self, "controller_name", "panda_arm_controller", "Name under which the "
+                             "FollowJointTrajectory action is served (<name>/follow_joint_trajectory), where "
+                             "control_msgs is installed.", read_only=True)
+        gripper = declare(self, "gripper_controller_name", "panda_hand_controller", "Name under which the "
+                          "GripperCommand action is served (<name>/gripper_cmd), where control_msgs is installed.",
+                          read_only=True)
         self.commands_received = 0
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.count_publisher = self.create_publisher(UInt64, "arm/commands_received", latched)
@@ -61,6 +68,10 @@ class ArmNode(Node):
             raise ValueError(f"publish_rate must be > 0 Hz, got {rate}")
         self.loop.every(1.0 / rate, self.publish_state)
         self.loop.when_settled(self.publish_state)
+        self.actions = TrajectoryActions(self, controller, gripper) if trajectory_actions.available() else None
+        if self.actions is None:
+            self.get_logger().info("control_msgs is not installed: no FollowJointTrajectory / GripperCommand "
+                                   "actions (arm/joint_trajectory and arm/joint_commands still serve planners)")
 
     # --- commands (executor threads) ----------------------------------------------------------
     def on_position(self, msg: Float64MultiArray) -> None:

@@ -36,7 +36,7 @@ class SimStack:
             self.nodes.append(TaskNode(self.sim, self.loop, **options("task")))
         if self.world.reasoning_enabled:
             self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
-        self.executor = MultiThreadedExecutor(num_threads=2, context=context)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=context)  # actions block one while they run
         for node in self.nodes:
             self.executor.add_node(node)
         self._thread: threading.Thread | None = None
