@@ -139,6 +139,15 @@ class TaskConfig:
         _check(self.max_episode_steps >= 1, "max_episode_steps", "must be >= 1")
 
 
+CONTROLLER_TYPES = ("none", "joint_position", "joint_velocity", "joint_torque", "osc", "ik")
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    type: Literal["none", "joint_position", "joint_velocity", "joint_torque", "osc", "ik"] = "none"
+    options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
+
+
 @dataclass(frozen=True)
 class Config:
     scene: SceneConfig
@@ -146,6 +155,7 @@ class Config:
     camera: CameraConfig
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
     source: str = field(default="<defaults>", compare=False)
 
 
@@ -209,6 +219,10 @@ def _convert(hint, value, key: str):
             raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
         item_types = [args[0]] * len(value) if args[-1] is Ellipsis else args
         return tuple(_convert(t, v, f"{key}[{i}]") for i, (t, v) in enumerate(zip(item_types, value)))
+    if hint is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"{key}: expected a mapping of names to values, got {_describe(value)}")
+        return dict(value)
     if hint is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true or false, got {_describe(value)}")

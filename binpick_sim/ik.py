@@ -25,7 +25,8 @@ class PandaIK:
         self.lower, self.upper, self.rest = np.asarray(lower), np.asarray(upper), np.asarray(rest)
         self.link, self.joints = link, joints
 
-    def solve(self, start, position, orientation=None, link: int | None = None) -> tuple[np.ndarray, float]:
+    def solve(self, start, position, orientation=None, link: int | None = None,
+              rounds: int = ROUNDS) -> tuple[np.ndarray, float]:
         """Joint positions (9, fingers as in `start`) that put `link` (default: the grasp target) at the
         position (and orientation, if given), and the distance still left [m].
 
@@ -41,7 +42,7 @@ class PandaIK:
             jointRanges=(self.upper - self.lower).tolist(), restPoses=self.rest.tolist(),
             maxNumIterations=100, residualThreshold=1e-6)[:9])
         error = self._set(q, position, link)
-        for _ in range(ROUNDS):
+        for _ in range(rounds):
             if error < TOLERANCE:
                 break
             q = np.array(c.calculateInverseKinematics(self.body, link, *pose, maxNumIterations=100,

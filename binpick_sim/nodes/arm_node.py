@@ -16,6 +16,7 @@ from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
 from ..arm import FINGER_LINKS, JOINT_NAMES
+from ..controllers import make_controller
 from ..loop import PhysicsLoop
 from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from ..sim import BinPickingSim
@@ -29,6 +30,7 @@ VELOCITY_TOPIC = "arm/velocity_commands"
 DELTA_TOPIC = "arm/delta_commands"
 TRAJECTORY_TOPIC = "arm/joint_trajectory"
 JOINT_COMMANDS_TOPIC = "arm/joint_commands"
+CONTROLLER_TOPIC = "arm/controller_commands"
 
 
 class ArmNode(Node):
@@ -60,6 +62,13 @@ class ArmNode(Node):
         gripper = declare(self, "gripper_controller_name", "panda_hand_controller", "Name under which the "
                           "GripperCommand action is served (<name>/gripper_cmd), where control_msgs is installed.",
                           read_only=True)
+        kind = declare(self, "controller", sim.config.controller.type, "Torque-level controller served on "
+                       "arm/controller_commands: none, joint_position, joint_velocity, joint_torque, osc or ik "
+                       "(default: the scene file's controller.type).", read_only=True)
+        self.torque_controller = None if kind == "none" else loop.run(make_controller, self.arm, kind,
+                                                                      sim.config.controller.options)
+        if self.torque_controller is not None:
+            self.create_subscription(Float64MultiArray, CONTROLLER_TOPIC, self.on_controller, 10)
         self.commands_received = 0
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.count_publisher = self.create_publisher(UInt64, "arm/commands_received", latched)
@@ -93,6 +102,16 @@ class ArmNode(Node):
                 self.diagnostics.clip(topic, "targets outside the joint limits were")
             self.loop.call(apply, values)
         self.count_received()
+
+    def on_controller(self, msg: Float64MultiArray) -> None:
+        self.command(CONTROLLER_TOPIC, msg, self.apply_controller, None, length=self.torque_controller.control_dim)
+
+    def apply_controller(self, action) -> None:
+        """Engage the configured controller (if a fixed-topic command had taken over) and give it the action."""
+        if self.arm.controller != self.torque_controller.step:
+            self.take_over()
+            self.torque_controller.engage()
+        self.torque_controller.set_goal(action)
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
         try:

@@ -1,0 +1,148 @@
+"""What every controller of seed 001 (robosuite) shares: the arm's state and dynamics read from
+PyBullet, input/output scaling with clipping, torque limits, gravity compensation, goal reset, and
+policy frequency vs control frequency with optional linear interpolation between policy steps.
+
+A controller acts on the seven arm joints with torques, at the physics rate, with PyBullet's own
+joint motors off; the fingers stay on their position motors. Install it with `engage()` (which puts it
+in the arm's controller slot); any command on the arm's fixed topics takes over and switches the
+motors back on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ARM = slice(0, 7)
+
+
+def nums2array(nums, dim: int) -> np.ndarray:
+    """A scalar broadcast to `dim` values, or a sequence as an array (seed: `nums2array`)."""
+    values = np.asarray(nums, dtype=float)
+    return np.full(dim, float(values)) if values.ndim == 0 else values.astype(float)
+
+
+@dataclass
+class ArmState:
+    q: np.ndarray  # 7 joint positions
+    qd: np.ndarray  # 7 joint velocities
+    ee_position: np.ndarray
+    ee_rotation: np.ndarray  # 3x3
+    ee_velocity: np.ndarray  # 6: linear, angular
+    jacobian: np.ndarray  # 6x7 at the grasp target
+    mass_matrix: np.ndarray  # 7x7
+    bias: np.ndarray  # 7: gravity + Coriolis torques (inverse dynamics at zero acceleration)
+
+
+class Controller:
+    name = "controller"
+
+    def __init__(self, arm, input_max=1.0, input_min=-1.0, output_max=0.05, output_min=-0.05,
+                 policy_freq: float = 20.0, interpolation: str | None = None):
+        if interpolation not in (None, "linear"):
+            raise ValueError(f"interpolation must be None or 'linear', got {interpolation!r}")
+        self.arm = arm
+        self.world = arm.world
+        dim = self.scaled_dim
+        self.input_max, self.input_min = nums2array(input_max, dim), nums2array(input_min, dim)
+        self.output_max, self.output_min = nums2array(output_max, dim), nums2array(output_min, dim)
+        self.torque_limits = arm.limits.effort[ARM]
+        self.policy_freq = float(policy_freq)
+        self.interpolation = interpolation
+        self.torques = np.zeros(7)
+        self.state = self.read_state()
+
+    # --- what subclasses define ---------------------------------------------------------------
+    @property
+    def control_dim(self) -> int:
+        raise NotImplementedError
+
+    def set_goal(self, action) -> None:
+        raise NotImplementedError
+
+    def reset_goal(self) -> None:
+        raise NotImplementedError
+
+    def run_controller(self) -> np.ndarray:
+        """Torques for this physics step, before gravity compensation and clipping."""
+        raise NotImplementedError
+
+    # --- shared -------------------------------------------------------------------------------
+    @property
+    def scaled_dim(self) -> int:
+        """How many action values `scale_action` maps (all of them, unless a controller says otherwise)."""
+        return self.control_dim
+
+    @property
+    def control_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.input_min, self.input_max
+
+    @property
+    def control_freq(self) -> float:
+        return 1.0 / self.world.timestep
+
+    @property
+    def interpolation_steps(self) -> int:
+        """Physics steps over which a new goal is reached when interpolating (one policy step)."""
+        return max(1, round(self.control_freq / self.policy_freq))
+
+    def scale_action(self, action) -> np.ndarray:
+        """Clip to [input_min, input_max], then map that range linearly onto [output_min, output_max]."""
+        action = np.clip(np.asarray(action, dtype=float), self.input_min, self.input_max)
+        scale = (self.output_max - self.output_min) / (self.input_max - self.input_min)
+        return (action - (self.input_max + self.input_min) / 2) * scale + (self.output_max + self.output_min) / 2
+
+    def clip_torques(self, torques) -> np.ndarray:
+        return np.clip(torques, -self.torque_limits, self.torque_limits)
+
+    @property
+    def torque_compensation(self) -> np.ndarray:
+        """Gravity (and Coriolis) torques from PyBullet's inverse dynamics."""
+        return self.state.bias
+
+    def read_state(self) -> ArmState:
+        arm, c = self.arm, self.world.client
+        q9, qd9, _ = arm.joint_states()
+        link = c.getLinkState(arm.body, arm.grasp_link, computeLinkVelocity=True, computeForwardKinematics=True)
+        zeros = [0.0] * len(q9)
+        linear, angular = c.calculateJacobian(arm.body, arm.grasp_link, [0, 0, 0], q9.tolist(), qd9.tolist(), zeros)
+        jacobian = np.vstack([np.array(linear)[:, ARM], np.array(angular)[:, ARM]])
+        mass = np.array(c.calculateMassMatrix(arm.body, q9.tolist()))[ARM, ARM]
+        bias = np.array(c.calculateInverseDynamics(arm.body, q9.tolist(), qd9.tolist(), zeros))[ARM]
+        return ArmState(q9[ARM], qd9[ARM], np.array(link[4]), np.array(c.getMatrixFromQuaternion(link[5])).reshape(3, 3),
+                        np.concatenate([link[6], link[7]]), jacobian, mass, bias)
+
+    def engage(self) -> None:
+        """Switch the arm joints' motors off (torque control) and run this controller every step."""
+        c, arm = self.world.client, self.arm
+        c.setJointMotorControlArray(arm.body, arm.joints[:7], c.VELOCITY_CONTROL, forces=[0.0] * 7)
+        self.state = self.read_state()
+        self.reset_goal()
+        arm.set_controller(self.step)
+
+    def step(self) -> None:
+        """One physics step of control: read the arm, compute, compensate, clip, apply."""
+        self.state = self.read_state()
+        self.torques = self.clip_torques(self.run_controller() + self.torque_compensation)
+        c, arm = self.world.client, self.arm
+        c.setJointMotorControlArray(arm.body, arm.joints[:7], c.TORQUE_CONTROL, forces=self.torques.tolist())
+
+
+class LinearInterpolator:
+    """Moves a goal from where it is to a new value in equal steps (seed: interpolator)."""
+
+    def __init__(self, start, steps: int):
+        self.value = np.asarray(start, dtype=float)
+        self.target = self.value.copy()
+        self.steps = max(1, int(steps))
+        self.left = 0
+
+    def set_goal(self, target) -> None:
+        self.target = np.asarray(target, dtype=float)
+        self.left = self.steps
+
+    def next(self) -> np.ndarray:
+        if self.left > 0:
+            self.value = self.value + (self.target - self.value) / self.left
+            self.left -= 1
+        return self.value

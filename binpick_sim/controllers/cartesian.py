@@ -1,0 +1,188 @@
+"""Task-space controllers of seed 001: operational space control (OSC) and inverse kinematics (IK),
+both acting on the grasp target (`panda_grasptarget`)."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from .base import Controller, LinearInterpolator, nums2array
+from .joint import IMPEDANCE_MODES
+
+
+def orientation_error(goal: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """The rotation (axis * angle, world frame) that turns `current` into `goal` (both 3x3)."""
+    return (Rotation.from_matrix(goal) * Rotation.from_matrix(current).inv()).as_rotvec()
+
+
+class OperationalSpaceController(Controller):
+    """OSC: a task-space PD force turned into joint torques through the arm's dynamics.
+
+    Action (fixed): [dx dy dz] or, with control_ori, [dx dy dz ax ay az] (axis-angle); with
+    control_delta false, an absolute position [m] (and rotation vector [rad]) in `world` instead.
+    Impedance modes as the joint position controller: variable puts [damping ratios x6, kps x6] in
+    front, variable_kp [kps x6]. Deltas are scaled to ±output (0.05 m, 0.5 rad by default).
+    Torque = J^T Lambda (kp e - kd v) + nullspace pull toward the initial joints + gravity compensation;
+    `uncouple_pos_ori` uses separate position and orientation inertias.
+    """
+
+    name = "osc"
+
+    def __init__(self, arm, kp=150.0, damping_ratio=1.0, impedance_mode="fixed", kp_limits=(0.0, 300.0),
+                 damping_ratio_limits=(0.0, 100.0), control_ori=True, control_delta=True, uncouple_pos_ori=True,
+                 position_limits=None, orientation_limits=None, kp_null=10.0, output_max=None, output_min=None,
+                 **kwargs):
+        if impedance_mode not in IMPEDANCE_MODES:
+            raise ValueError(f"impedance_mode must be one of {IMPEDANCE_MODES}, got {impedance_mode!r}")
+        self.impedance_mode, self.control_ori, self.control_delta = impedance_mode, control_ori, control_delta
+        self.uncouple_pos_ori = uncouple_pos_ori
+        self.kp = nums2array(kp, 6)
+        self.damping_ratio = nums2array(damping_ratio, 6)
+        self.kp_limits, self.damping_ratio_limits = np.asarray(kp_limits, float), np.asarray(damping_ratio_limits, float)
+        self.position_limits = None if position_limits is None else np.asarray(position_limits, float)
+        self.orientation_limits = None if orientation_limits is None else np.asarray(orientation_limits, float)
+        self.kp_null = nums2array(kp_null, 7)
+        default_out = np.array([0.05, 0.05, 0.05, 0.5, 0.5, 0.5])[:self.pose_dim]
+        super().__init__(arm, output_max=default_out if output_max is None else output_max,
+                         output_min=-default_out if output_min is None else output_min, **kwargs)
+        self.initial_joints = self.state.q.copy()
+        self.reset_goal()
+
+    @property
+    def pose_dim(self) -> int:
+        return 6 if self.control_ori else 3
+
+    @property
+    def control_dim(self) -> int:
+        return self.pose_dim + {"fixed": 0, "variable": 12, "variable_kp": 6}[self.impedance_mode]
+
+    @property
+    def scaled_dim(self) -> int:
+        return self.pose_dim
+
+    @property
+    def kd(self) -> np.ndarray:
+        return 2 * np.sqrt(self.kp) * self.damping_ratio
+
+    def update_initial_joints(self, joints) -> None:
+        """The posture the nullspace term pulls toward (seed: update_initial_joints)."""
+        self.initial_joints = np.asarray(joints, dtype=float)
+
+    def set_goal(self, action, set_pos=None, set_ori=None) -> None:
+        action = np.asarray(action, dtype=float)
+        if action.shape != (self.control_dim,):
+            raise ValueError(f"{self.name} ({self.impedance_mode}, control_ori={self.control_ori}) takes "
+                             f"{self.control_dim} values, got {action.size}")
+        if self.impedance_mode == "variable":
+            self.damping_ratio = np.clip(action[:6], *self.damping_ratio_limits)
+            self.kp = np.clip(action[6:12], *self.kp_limits)
+        elif self.impedance_mode == "variable_kp":
+            self.kp = np.clip(action[:6], *self.kp_limits)
+            self.damping_ratio = np.ones(6)
+        pose = action[-self.pose_dim:]
+        if self.control_delta:
+            delta = self.scale_action(pose)
+            position = self.state.ee_position + delta[:3]
+            rotation = (Rotation.from_rotvec(delta[3:]).as_matrix() @ self.state.ee_rotation if self.control_ori
+                        else self.goal_rotation)
+        else:
+            position = pose[:3]
+            rotation = Rotation.from_rotvec(pose[3:]).as_matrix() if self.control_ori else self.goal_rotation
+        position = position if set_pos is None else np.asarray(set_pos, float)
+        rotation = rotation if set_ori is None else np.asarray(set_ori, float)
+        if self.position_limits is not None:
+            position = np.clip(position, self.position_limits[0], self.position_limits[1])
+        if self.orientation_limits is not None:
+            rotvec = np.clip(Rotation.from_matrix(rotation).as_rotvec(), *self.orientation_limits)
+            rotation = Rotation.from_rotvec(rotvec).as_matrix()
+        self.goal_position, self.goal_rotation = position, rotation
+        if self.interpolation:
+            self.position_interpolator.set_goal(position)
+
+    def reset_goal(self) -> None:
+        self.goal_position = self.state.ee_position.copy()
+        self.goal_rotation = self.state.ee_rotation.copy()
+        self.position_interpolator = LinearInterpolator(self.goal_position, self.interpolation_steps)
+
+    def run_controller(self) -> np.ndarray:
+        s = self.state
+        goal = self.position_interpolator.next() if self.interpolation else self.goal_position
+        error = np.concatenate([goal - s.ee_position, orientation_error(self.goal_rotation, s.ee_rotation)])
+        desired = self.kp * error - self.kd * s.ee_velocity
+        m_inv = np.linalg.inv(s.mass_matrix)
+        j = s.jacobian
+        full = np.linalg.pinv(j @ m_inv @ j.T)
+        if self.uncouple_pos_ori:
+            force = np.concatenate([np.linalg.pinv(j[:3] @ m_inv @ j[:3].T) @ desired[:3],
+                                    np.linalg.pinv(j[3:] @ m_inv @ j[3:].T) @ desired[3:]])
+        else:
+            force = full @ desired
+        torques = j.T @ force
+        j_bar = m_inv @ j.T @ full
+        nullspace = np.eye(7) - j.T @ j_bar.T
+        pull = s.mass_matrix @ (self.kp_null * (self.initial_joints - s.q) - 2 * np.sqrt(self.kp_null) * s.qd)
+        return torques + nullspace @ pull
+
+
+class InverseKinematicsController(Controller):
+    """IK: a delta pose of the grasp target solved to joint positions (PyBullet IK on a private copy
+    of the arm), then reached with joint impedance.
+
+    Action: [dx dy dz ax ay az] (metres, axis-angle radians, world frame), relative to the grasp
+    target's current pose; the position part is clipped to a norm of `ik_pos_limit` and the rotation
+    to `ik_ori_limit`. `converge_steps` bounds the IK solver's refinement rounds."""
+
+    name = "ik"
+
+    def __init__(self, arm, ik_pos_limit=0.05, ik_ori_limit=0.5, converge_steps=5, kp=150.0, damping_ratio=1.0,
+                 **kwargs):
+        self.ik_pos_limit, self.ik_ori_limit = float(ik_pos_limit), float(ik_ori_limit)
+        self.converge_steps = int(converge_steps)
+        self.kp = nums2array(kp, 7)
+        self.damping_ratio = nums2array(damping_ratio, 7)
+        kwargs.setdefault("input_max", np.array([ik_pos_limit] * 3 + [ik_ori_limit] * 3))
+        kwargs.setdefault("input_min", -kwargs["input_max"])
+        kwargs.setdefault("output_max", kwargs["input_max"])
+        kwargs.setdefault("output_min", kwargs["input_min"])
+        super().__init__(arm, **kwargs)
+        self.reset_goal()
+
+    @property
+    def control_dim(self) -> int:
+        return 6
+
+    @property
+    def control_limits(self):
+        limit = np.array([self.ik_pos_limit] * 3 + [self.ik_ori_limit] * 3)
+        return -limit, limit
+
+    def clip_ik_input(self, dpos, rotation) -> tuple[np.ndarray, np.ndarray]:
+        """Scale dpos and the rotation vector down to the seed's norms ik_pos_limit / ik_ori_limit."""
+        dpos, rotation = np.asarray(dpos, float), np.asarray(rotation, float)
+        for vector, limit in ((dpos, self.ik_pos_limit), (rotation, self.ik_ori_limit)):
+            norm = np.linalg.norm(vector)
+            if norm > limit:
+                vector *= limit / norm
+        return dpos, rotation
+
+    def set_goal(self, delta) -> None:
+        delta = np.asarray(delta, dtype=float)
+        if delta.shape != (6,):
+            raise ValueError(f"{self.name} takes 6 values, got {delta.size}")
+        dpos, rotation = self.clip_ik_input(delta[:3], delta[3:])
+        position = self.state.ee_position + dpos
+        orientation = Rotation.from_rotvec(rotation) * Rotation.from_matrix(self.state.ee_rotation)
+        start = self.arm.joint_states()[0]
+        q, self.ik_error = self.arm.solver.solve(start, position, orientation.as_quat(), rounds=self.converge_steps)
+        self.goal = q[:7]
+        if self.interpolation:
+            self.interpolator.set_goal(self.goal)
+
+    def reset_goal(self) -> None:
+        self.goal = self.state.q.copy()
+        self.ik_error = 0.0
+        self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps)
+
+    def run_controller(self) -> np.ndarray:
+        goal = self.interpolator.next() if self.interpolation else self.goal
+        kd = 2 * np.sqrt(self.kp) * self.damping_ratio
+        return self.state.mass_matrix @ (self.kp * (goal - self.state.q) - kd * self.state.qd)

@@ -1,0 +1,161 @@
+"""Joint-space controllers of seed 001: position (impedance), velocity and torque."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Controller, LinearInterpolator, nums2array
+
+IMPEDANCE_MODES = ("fixed", "variable", "variable_kp")
+
+
+class JointPositionController(Controller):
+    """Impedance control toward a goal set relative to the current joint positions.
+
+    Action (by impedance mode): fixed: [dq x7]; variable: [damping_ratio x7, kp x7, dq x7];
+    variable_kp: [kp x7, dq x7] (damping ratio 1, critically damped). dq is scaled from
+    [input_min, input_max] to [output_min, output_max] (default ±0.05 rad); kp and damping ratio are
+    clipped to their limits. Torque = M (kp (goal - q) - kd qd) + gravity compensation,
+    kd = 2 sqrt(kp) damping_ratio.
+    """
+
+    name = "joint_position"
+
+    def __init__(self, arm, kp=50.0, damping_ratio=1.0, impedance_mode="fixed", kp_limits=(0.0, 300.0),
+                 damping_ratio_limits=(0.0, 100.0), qpos_limits=None, **kwargs):
+        if impedance_mode not in IMPEDANCE_MODES:
+            raise ValueError(f"impedance_mode must be one of {IMPEDANCE_MODES}, got {impedance_mode!r}")
+        self.impedance_mode = impedance_mode
+        self.kp = nums2array(kp, 7)
+        self.damping_ratio = nums2array(damping_ratio, 7)
+        self.kp_limits = np.asarray(kp_limits, dtype=float)
+        self.damping_ratio_limits = np.asarray(damping_ratio_limits, dtype=float)
+        self.qpos_limits = None if qpos_limits is None else np.asarray(qpos_limits, dtype=float)
+        super().__init__(arm, **kwargs)
+        self.goal = self.state.q.copy()
+        self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps) if self.interpolation else None
+
+    @property
+    def control_dim(self) -> int:
+        return {"fixed": 7, "variable": 21, "variable_kp": 14}[self.impedance_mode]
+
+    @property
+    def kd(self) -> np.ndarray:
+        return 2 * np.sqrt(self.kp) * self.damping_ratio
+
+    @property
+    def control_limits(self):
+        """[damping ratios, kps, dq] in the order of the action (seed: control_limits)."""
+        low, high = [], []
+        if self.impedance_mode == "variable":
+            low.append(np.full(7, self.damping_ratio_limits[0]))
+            high.append(np.full(7, self.damping_ratio_limits[1]))
+        if self.impedance_mode in ("variable", "variable_kp"):
+            low.append(np.full(7, self.kp_limits[0]))
+            high.append(np.full(7, self.kp_limits[1]))
+        return np.concatenate(low + [self.input_min]), np.concatenate(high + [self.input_max])
+
+    @property
+    def scaled_dim(self) -> int:
+        return 7  # only the joint deltas are scaled; gains are clipped to their limits
+
+    def set_goal(self, action, set_qpos=None) -> None:
+        action = np.asarray(action, dtype=float)
+        if action.shape != (self.control_dim,):
+            raise ValueError(f"{self.name} ({self.impedance_mode}) takes {self.control_dim} values, got {action.size}")
+        if self.impedance_mode == "variable":
+            self.damping_ratio = np.clip(action[:7], *self.damping_ratio_limits)
+            self.kp = np.clip(action[7:14], *self.kp_limits)
+        elif self.impedance_mode == "variable_kp":
+            self.kp = np.clip(action[:7], *self.kp_limits)
+            self.damping_ratio = np.ones(7)
+        delta = self.scale_action(action[-7:])
+        goal = np.asarray(set_qpos, dtype=float) if set_qpos is not None else self.state.q + delta
+        if self.qpos_limits is not None:
+            goal = np.clip(goal, self.qpos_limits[0], self.qpos_limits[1])
+        self.goal = np.clip(goal, self.arm.limits.lower[:7], self.arm.limits.upper[:7])
+        if self.interpolator is not None:
+            self.interpolator.set_goal(self.goal)
+
+    def reset_goal(self) -> None:
+        self.goal = self.state.q.copy()
+        if self.interpolator is not None:
+            self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps)
+
+    def run_controller(self) -> np.ndarray:
+        goal = self.interpolator.next() if self.interpolator is not None else self.goal
+        acceleration = self.kp * (goal - self.state.q) - self.kd * self.state.qd
+        return self.state.mass_matrix @ acceleration
+
+
+class JointVelocityController(Controller):
+    """P control on joint velocity: torque = M kp (v_goal - v) + gravity compensation.
+
+    Action: [v x7], absolute joint velocities, scaled from [input_min, input_max] to
+    [output_min, output_max] (default ±1 rad/s), then clipped to `velocity_limits` (default the
+    URDF's) [rad/s]."""
+
+    name = "joint_velocity"
+
+    def __init__(self, arm, kp=30.0, velocity_limits=None, output_max=1.0, output_min=-1.0, **kwargs):
+        self.kp = nums2array(kp, 7)
+        limit = arm.limits.velocity[:7]
+        self.velocity_limits = (np.asarray(velocity_limits, dtype=float) if velocity_limits is not None
+                                else np.array([-limit, limit]))
+        super().__init__(arm, output_max=output_max, output_min=output_min, **kwargs)
+        self.goal = np.zeros(7)
+        self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps) if self.interpolation else None
+
+    @property
+    def control_dim(self) -> int:
+        return 7
+
+    def set_goal(self, velocities) -> None:
+        velocities = np.asarray(velocities, dtype=float)
+        if velocities.shape != (7,):
+            raise ValueError(f"{self.name} takes 7 values, got {velocities.size}")
+        self.goal = np.clip(self.scale_action(velocities), self.velocity_limits[0], self.velocity_limits[1])
+        if self.interpolator is not None:
+            self.interpolator.set_goal(self.goal)
+
+    def reset_goal(self) -> None:
+        self.goal = np.zeros(7)
+        if self.interpolator is not None:
+            self.interpolator = LinearInterpolator(self.state.qd, self.interpolation_steps)
+
+    def run_controller(self) -> np.ndarray:
+        goal = self.interpolator.next() if self.interpolator is not None else self.goal
+        return self.state.mass_matrix @ (self.kp * (goal - self.state.qd))
+
+
+class JointTorqueController(Controller):
+    """Torques passed through: action [tau x7] scaled from [input_min, input_max] to
+    [output_min, output_max] (default the joints' effort limits), plus gravity compensation."""
+
+    name = "joint_torque"
+
+    def __init__(self, arm, output_max=None, output_min=None, **kwargs):
+        limit = arm.limits.effort[:7]
+        super().__init__(arm, output_max=limit if output_max is None else output_max,
+                         output_min=-limit if output_min is None else output_min, **kwargs)
+        self.goal = np.zeros(7)
+        self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps) if self.interpolation else None
+
+    @property
+    def control_dim(self) -> int:
+        return 7
+
+    def set_goal(self, torques) -> None:
+        torques = np.asarray(torques, dtype=float)
+        if torques.shape != (7,):
+            raise ValueError(f"{self.name} takes 7 values, got {torques.size}")
+        self.goal = self.scale_action(torques)
+        if self.interpolator is not None:
+            self.interpolator.set_goal(self.goal)
+
+    def reset_goal(self) -> None:
+        self.goal = np.zeros(7)
+        if self.interpolator is not None:
+            self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps)
+
+    def run_controller(self) -> np.ndarray:
+        return self.interpolator.next() if self.interpolator is not None else self.goal
