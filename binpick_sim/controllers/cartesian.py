@@ -22,13 +22,14 @@ class OperationalSpaceController(Controller):
     Impedance modes as the joint position controller: variable puts [damping ratios x6, kps x6] in
     front, variable_kp [kps x6]. Deltas are scaled to ±output (0.05 m, 0.5 rad by default).
     Torque = J^T Lambda (kp e - kd v) + nullspace pull toward the initial joints + gravity compensation;
-    `uncouple_pos_ori` uses separate position and orientation inertias.
+    `uncouple_pos_ori` uses separate position and orientation inertias. (robosuite uncouples by
+    default; on this arm that converges several times slower and overshoots, so here it is off.)
     """
 
     name = "osc"
 
     def __init__(self, arm, kp=150.0, damping_ratio=1.0, impedance_mode="fixed", kp_limits=(0.0, 300.0),
-                 damping_ratio_limits=(0.0, 100.0), control_ori=True, control_delta=True, uncouple_pos_ori=True,
+                 damping_ratio_limits=(0.0, 100.0), control_ori=True, control_delta=True, uncouple_pos_ori=False,
                  position_limits=None, orientation_limits=None, kp_null=10.0, output_max=None, output_min=None,
                  **kwargs):
         if impedance_mode not in IMPEDANCE_MODES:

@@ -14,6 +14,7 @@ from ..config import ConfigError
 from .arm_node import ArmNode
 from .camera_node import CameraNode
 from .reasoning_node import ReasoningNode
+from .robot_node import RobotNode
 from .task_node import TaskNode
 from .world_node import WorldNode
 
@@ -34,6 +35,8 @@ class SimStack:
             self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
         if self.world.task_enabled:
             self.nodes.append(TaskNode(self.sim, self.loop, **options("task")))
+        if self.world.robot_interface:
+            self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
             self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
         self.executor = MultiThreadedExecutor(num_threads=4, context=context)  # actions block one while they run

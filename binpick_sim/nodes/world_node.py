@@ -1,6 +1,8 @@
 """The `world` node: owns the simulation and its physics thread; serves /clock, resets and markers."""
 from __future__ import annotations
 
+import dataclasses
+
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rcl_interfaces.msg import SetParametersResult
@@ -44,9 +46,19 @@ class WorldNode(Node):
         self.keep_object_type = declare(self, "keep_object_type", False,
                                         "Refill the pick bin with the same object type at the next world/reset.")
 
+        self.robot_interface = declare(self, "robot_interface", False, "Serve the time-indexed robot interface "
+                                       "(robot/...): the arm under torque control, one time index per physics "
+                                       "step, idle until the first action.", read_only=True)
+        rate = declare(self, "robot_interface_rate", 1000.0, "Physics (and control) rate in Hz when the robot "
+                       "interface is served.", read_only=True)
+        if self.robot_interface:
+            if rate <= 0:
+                raise ValueError(f"robot_interface_rate must be > 0 Hz, got {rate}")
+            sim_config = dataclasses.replace(sim_config, timestep=1.0 / rate)
+            self.config = dataclasses.replace(self.config, simulation=sim_config)
         self.sim = BinPickingSim(self.config, gui=gui)
         self.get_logger().info(self.reset_world())
-        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep)
+        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep or self.robot_interface)
 
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)

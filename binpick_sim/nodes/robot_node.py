@@ -1,0 +1,73 @@
+"""The `robot` node: the time-indexed interface of seeds 002/003 over ROS, standard types only.
+
+    robot/desired_actions  in   std_msgs/Float64MultiArray  [request id, torque x9, position x9, kp x9, kd x9]
+    robot/accepted         out  std_msgs/Int64MultiArray    [request id, t]  (t = -1 rejected, -2 robot in error)
+    robot/steps            out  std_msgs/Float64MultiArray  one per time index (layout in STEP_LAYOUT)
+    robot/error            out  std_msgs/String (transient local)  the error message, once in error
+"""
+from __future__ import annotations
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
+
+from ..loop import PhysicsLoop
+from ..robot_interface import N, Action, RobotBackend
+from ..sim import BinPickingSim
+from .diagnostics import NodeDiagnostics
+from .params import declare
+
+ACTION_SIZE = 4 * N
+# robot/steps: name and length of each part, in order
+STEP_LAYOUT = [("t", 1), ("timestamp_ms", 1), ("action_repetitions", 1), ("error_status", 1),
+               ("position", N), ("velocity", N), ("torque", N), ("tip_force", 2),
+               ("desired", ACTION_SIZE), ("applied", ACTION_SIZE)]
+REJECTED, IN_ERROR = -1, -2
+STEPS_QOS = QoSProfile(depth=1000)  # a whole buffer's worth, so a slow reader loses nothing
+
+
+class RobotNode(Node):
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
+        super().__init__("robot", **kwargs)
+        repetitions = declare(self, "max_action_repetitions", 0, "Steps without a new action before the robot "
+                              "goes into error (0: never).", read_only=True)
+        self.backend = RobotBackend(sim.arm, loop, repetitions)
+        self.sim = sim
+        self.steps = self.create_publisher(Float64MultiArray, "robot/steps", STEPS_QOS)
+        self.accepted = self.create_publisher(Int64MultiArray, "robot/accepted", 100)
+        self.errors = self.create_publisher(String, "robot/error",
+                                            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.create_subscription(Float64MultiArray, "robot/desired_actions", self.on_action, 100)
+        self.diagnostics = NodeDiagnostics(self, lambda: sim.world.time,
+                                           values=lambda: {"time_index": self.backend.current()})
+        self.backend.on_step.append(self.publish_step)
+        self.error_sent = False
+
+    def on_action(self, msg: Float64MultiArray) -> None:
+        data = np.asarray(msg.data, dtype=float)
+        request = int(data[0]) if data.size and np.isfinite(data[0]) else -1
+        try:
+            if data.size != 1 + ACTION_SIZE:
+                raise ValueError(f"expected {1 + ACTION_SIZE} values (request id, torque, position, kp, kd x {N}), "
+                                 f"got {data.size}")
+            t = self.backend.append(Action.from_array(data[1:]))
+        except ValueError as exc:
+            self.diagnostics.reject("robot/desired_actions", str(exc))
+            t = REJECTED
+        except RuntimeError as exc:
+            self.diagnostics.reject("robot/desired_actions", str(exc))
+            t = IN_ERROR
+        self.accepted.publish(Int64MultiArray(data=[request, t]))
+
+    def publish_step(self, t: int) -> None:
+        """After step t (physics thread): everything about it in one message."""
+        b = self.backend
+        status, observation = b.status.get(t), b.observations.get(t)
+        parts = [[t, b.timestamps.get(t), status.action_repetitions, status.error_status], observation.position,
+                 observation.velocity, observation.torque, observation.tip_force,
+                 b.desired.get(t).as_array(), b.applied.get(t).as_array()]
+        self.steps.publish(Float64MultiArray(data=np.concatenate(parts).tolist()))
+        if status.error_status and not self.error_sent:
+            self.error_sent = True
+            self.errors.publish(String(data=status.error_message))

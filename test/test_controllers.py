@@ -1,0 +1,164 @@
+"""The controller family of seed 001 on the real arm: targets reached, gravity held, limits clipped,
+gains variable, scaling and interpolation as the seed describes them."""
+import numpy as np
+import pytest
+
+from binpick_sim.controllers import (InverseKinematicsController, JointPositionController, JointTorqueController,
+                                     JointVelocityController, OperationalSpaceController, make_controller)
+
+
+def run(sim, seconds):
+    sim.world.step(round(seconds / sim.world.timestep))
+
+
+def engaged(sim, controller):
+    controller.engage()
+    return controller
+
+
+def test_joint_position_reaches_a_step_target(sim):
+    """Tolerance: 0.005 rad within 1 s (kp 50, critically damped)."""
+    c = engaged(sim, JointPositionController(sim.arm))
+    start = c.state.q.copy()
+    c.set_goal([1, -1, 0.5, 0, 0, 0, -0.4])  # scaled to +-0.05 rad
+    run(sim, 1.0)
+    assert np.abs(sim.arm.joint_states()[0][:7] - (start + [0.05, -0.05, 0.025, 0, 0, 0, -0.02])).max() < 0.005
+
+
+def test_variable_impedance_actions_set_the_gains(sim):
+    c = engaged(sim, JointPositionController(sim.arm, impedance_mode="variable"))
+    assert c.control_dim == 21
+    c.set_goal([0.5] * 7 + [1000.0] * 7 + [0] * 7)
+    assert np.all(c.damping_ratio == 0.5) and np.all(c.kp == 300.0)  # kp clipped to its limit
+    low, high = c.control_limits
+    assert low.shape == high.shape == (21,) and high[7] == 300.0
+    kp_only = engaged(sim, JointPositionController(sim.arm, impedance_mode="variable_kp"))
+    kp_only.set_goal([80.0] * 7 + [0] * 7)
+    assert np.all(kp_only.kp == 80.0) and np.all(kp_only.damping_ratio == 1.0)
+    with pytest.raises(ValueError, match="impedance_mode"):
+        JointPositionController(sim.arm, impedance_mode="stiff")
+
+
+def test_gains_change_the_response(sim):
+    """A stiffer joint gets closer to the goal in the same short time."""
+    errors = []
+    for kp in (10.0, 200.0):
+        sim.arm.reset()
+        c = engaged(sim, JointPositionController(sim.arm, impedance_mode="variable_kp"))
+        start = c.state.q[0]
+        c.set_goal([kp] * 7 + [1, 0, 0, 0, 0, 0, 0])
+        run(sim, 0.15)
+        errors.append(abs(sim.arm.joint_states()[0][0] - (start + 0.05)))
+    assert errors[1] < errors[0] / 2
+
+
+def test_joint_position_goals_respect_qpos_limits(sim):
+    q0 = sim.arm.joint_states()[0][0]
+    c = engaged(sim, JointPositionController(sim.arm, qpos_limits=[[-9] * 7, [q0 + 0.01] + [9] * 6]))
+    c.set_goal([1, 0, 0, 0, 0, 0, 0])
+    assert c.goal[0] == pytest.approx(q0 + 0.01, abs=1e-6)
+
+
+def test_joint_velocity_tracks_and_clips(sim):
+    c = engaged(sim, JointVelocityController(sim.arm, velocity_limits=[[-0.3] * 7, [0.3] * 7]))
+    c.set_goal([0.5, 0, 0, 0, 0, 0, 0])  # 0.5 rad/s asked, 0.3 allowed
+    assert c.goal[0] == pytest.approx(0.3)
+    run(sim, 0.5)
+    assert sim.arm.joint_states()[1][0] == pytest.approx(0.3, abs=0.015)
+
+
+def test_gravity_compensation_alone_holds_a_pose(sim):
+    c = engaged(sim, JointTorqueController(sim.arm))
+    before = sim.arm.joint_states()[0][:7]
+    c.set_goal(np.zeros(7))
+    run(sim, 1.0)
+    assert np.abs(sim.arm.joint_states()[0][:7] - before).max() < 1e-3
+    assert np.abs(c.torques).max() > 1.0  # holding the arm up is real work
+
+
+def test_torques_are_scaled_and_clipped_to_the_actuator_limits(sim):
+    c = engaged(sim, JointTorqueController(sim.arm))
+    c.set_goal([1, -1, 0, 0, 0, 0, 0.5])
+    assert c.goal[:2] == pytest.approx([87.0, -87.0]) and c.goal[6] == pytest.approx(6.0)
+    assert np.array_equal(c.clip_torques([500, -500, 0, 0, 50, 0, 0]), [87, -87, 0, 0, 12, 0, 0])
+
+
+def test_scale_action_maps_input_onto_output_range(sim):
+    c = JointPositionController(sim.arm, input_max=2, input_min=0, output_max=0.1, output_min=-0.1)
+    assert c.scale_action([0, 1, 2, 3, -1, 1.5, 0.5]) == pytest.approx([-0.1, 0, 0.1, 0.1, -0.1, 0.05, -0.05])
+
+
+def test_linear_interpolation_spreads_a_goal_over_one_policy_step(sim):
+    c = engaged(sim, JointPositionController(sim.arm, policy_freq=24, interpolation="linear"))
+    assert c.interpolation_steps == 10  # 240 Hz physics / 24 Hz policy
+    start = c.interpolator.value.copy()
+    c.set_goal([1, 0, 0, 0, 0, 0, 0])
+    sim.world.step(1)
+    assert c.interpolator.value[0] - start[0] == pytest.approx(0.005, abs=1e-4)  # 0.05 rad / 10 steps
+    sim.world.step(9)
+    assert c.interpolator.value[0] == pytest.approx(c.goal[0])
+
+
+def move_into_the_open(sim):
+    """Start with the gripper well clear of the bins and the arm's limits."""
+    sim.arm.move_to(sim.arm.ik(sim.scene.pick_bin.to_world([0, 0, 0.25]), sim.arm.ee_yaw()))
+
+
+@pytest.mark.parametrize("uncouple, seconds", [(False, 1.0), (True, 3.0)])
+def test_osc_reaches_a_position_step(sim, uncouple, seconds):
+    """Tolerance: 3 mm within 1 s (coupled inertia, the default) or 3 s (uncoupled, robosuite's
+    default, slower here); orientation kept within 0.02 rad."""
+    move_into_the_open(sim)
+    c = engaged(sim, OperationalSpaceController(sim.arm, uncouple_pos_ori=uncouple))
+    start, rotation = c.state.ee_position.copy(), c.state.ee_rotation.copy()
+    c.set_goal([1, -0.6, -1, 0, 0, 0])
+    run(sim, seconds)
+    assert np.linalg.norm(sim.arm.ee_pose()[0] - (start + [0.05, -0.03, -0.05])) < 0.003
+    from binpick_sim.controllers.cartesian import orientation_error
+    assert np.linalg.norm(orientation_error(rotation, c.read_state().ee_rotation)) < 0.02
+
+
+def test_osc_absolute_goals_and_position_only(sim):
+    move_into_the_open(sim)
+    c = engaged(sim, OperationalSpaceController(sim.arm, control_ori=False, control_delta=False,
+                                                position_limits=[[0.3, -0.5, 0.1], [0.7, 0.5, 0.5]]))
+    assert c.control_dim == 3
+    target = c.state.ee_position + [-0.04, 0.03, 0.02]
+    c.set_goal(target)
+    run(sim, 1.5)
+    assert np.linalg.norm(sim.arm.ee_pose()[0] - target) < 0.003
+    c.set_goal([0.0, 0.0, 0.0])  # outside the limits: clipped
+    assert c.goal_position == pytest.approx([0.3, 0.0, 0.1])
+
+
+def test_ik_reaches_a_delta_and_clips_it(sim):
+    move_into_the_open(sim)
+    c = engaged(sim, InverseKinematicsController(sim.arm, ik_pos_limit=0.04))
+    start = c.state.ee_position.copy()
+    c.set_goal([0, 0, -0.1, 0, 0, 0])  # 10 cm asked, 4 cm allowed
+    run(sim, 1.0)
+    assert np.linalg.norm(sim.arm.ee_pose()[0] - (start + [0, 0, -0.04])) < 0.003
+    low, high = c.control_limits
+    assert high == pytest.approx([0.04] * 3 + [0.5] * 3)
+
+
+def test_another_command_takes_over_and_the_motors_come_back(sim):
+    c = engaged(sim, JointTorqueController(sim.arm))
+    c.set_goal(np.zeros(7))
+    run(sim, 0.2)
+    sim.arm.set_controller(None)  # what the arm node's take_over() does first
+    target = sim.arm.home + [0.3, 0, 0, 0, 0, 0, 0, 0, 0]
+    sim.arm.move_to(target)
+    assert np.abs(sim.arm.joint_states()[0][:7] - target[:7]).max() < 0.005
+    sim.arm.reset()
+    sim.world.step(60)
+    assert np.abs(sim.arm.joint_states()[0] - sim.arm.home).max() < 0.005
+
+
+def test_unknown_controllers_and_options_are_named(sim):
+    with pytest.raises(ValueError, match="unknown controller 'pid'"):
+        make_controller(sim.arm, "pid")
+    with pytest.raises(ValueError, match="controller.options: osc: .*'kpp'"):
+        make_controller(sim.arm, "osc", {"kpp": 1})
+    with pytest.raises(ValueError, match="takes 7 values"):
+        JointVelocityController(sim.arm).set_goal([0.1])

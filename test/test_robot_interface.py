@@ -1,0 +1,188 @@
+"""The time-indexed interface of seeds 002/003, one test per sentence of the issue, in-process and
+over ROS (same API, same answers)."""
+import time
+
+import numpy as np
+import pytest
+
+from binpick_sim.robot_interface import (BUFFER, DEFAULT_KD, DEFAULT_KP, SAFETY_KD, Action, Robot, TimeIndexError,
+                                         NO_ERROR, BACKEND_ERROR)
+
+
+@pytest.fixture
+def robot():
+    with Robot(realtime_factor=0.0) as robot:  # as fast as possible: tests wait on indices, never on clocks
+        yield robot
+
+
+def test_default_action_is_zero_torque_with_the_pd_off():
+    action = Action()
+    assert np.all(action.torque == 0) and np.all(np.isnan(action.position))
+    assert np.all(np.isnan(action.position_kp)) and np.all(np.isnan(action.position_kd))
+    with pytest.raises(ValueError, match="expected 9 values"):
+        Action.make(torque=[0.0] * 7)
+    with pytest.raises(ValueError, match="torque must be finite"):
+        Action.make(torque=[np.nan] * 9)
+
+
+def test_backend_is_idle_until_the_first_action(robot):
+    steps = robot.sim.world.step_count
+    time.sleep(0.2)
+    assert robot.sim.world.step_count == steps and robot.frontend.get_current_timeindex() == -1
+    t = robot.frontend.append_desired_action(Action())
+    assert t == 0
+    robot.frontend.wait_until_timeindex(5)
+    assert robot.frontend.get_current_timeindex() >= 5
+
+
+def test_append_returns_the_index_the_action_will_be_applied_at(robot):
+    f = robot.frontend
+    first = f.append_desired_action(Action())
+    queued = [f.append_desired_action(Action.make(torque=[0.1 * k] + [0] * 8)) for k in range(1, 4)]
+    assert queued == sorted(queued) and np.all(np.diff(queued) == 1) and queued[0] > first
+    for k, t in enumerate(queued, start=1):
+        assert f.get_desired_action(t).torque[0] == pytest.approx(0.1 * k)
+
+
+def test_observation_of_t_is_taken_before_action_t_acts(robot):
+    f = robot.frontend
+    f.append_desired_action(Action())
+    kick = f.append_desired_action(Action.make(torque=[80.0] + [0] * 8))
+    earlier, before, after = (f.get_robot_observation(kick + k) for k in (-1, 0, 1))
+    assert abs(before.velocity[0] - earlier.velocity[0]) < 0.01  # not yet affected by the kick
+    assert after.velocity[0] - before.velocity[0] > 0.1  # affected one step later
+
+
+def test_missing_actions_repeat_the_last_one_and_are_counted(robot):
+    f = robot.frontend
+    t = f.append_desired_action(Action.make(torque=[1.0] + [0] * 8))
+    f.wait_until_timeindex(t + 10)
+    for k in range(1, 11):
+        assert f.get_desired_action(t + k).torque[0] == 1.0
+        assert f.get_robot_status(t + k).action_repetitions == k
+    fresh = f.append_desired_action(Action())
+    assert f.get_robot_status(fresh).action_repetitions == 0
+
+
+def test_resulting_command_is_torque_plus_pd_with_defaults_for_nan_gains(robot):
+    f = robot.frontend
+    f.append_desired_action(Action())
+    target = robot.sim.arm.home + 0.05
+    kp = np.full(9, np.nan)
+    kp[0] = 123.0
+    t = f.append_desired_action(Action.make(torque=[0.5] * 9, position=target, position_kp=kp))
+    applied, observation = f.get_applied_action(t), f.get_robot_observation(t)
+    expected_kp = np.where(np.isnan(kp), DEFAULT_KP, kp)
+    assert np.array_equal(applied.position_kp, expected_kp) and np.array_equal(applied.position_kd, DEFAULT_KD)
+    expected = (0.5 + expected_kp * (target - observation.position) - DEFAULT_KD * observation.velocity
+                - SAFETY_KD * observation.velocity)
+    limit = robot.sim.arm.limits.effort.copy()
+    limit[7:] = robot.sim.arm.config.finger_force
+    assert applied.torque == pytest.approx(np.clip(expected, -limit, limit), abs=1e-9)
+
+
+def test_nan_position_switches_the_pd_off_for_that_joint(robot):
+    f = robot.frontend
+    f.append_desired_action(Action())
+    position = robot.sim.arm.home + 0.3
+    position[2] = np.nan
+    t = f.append_desired_action(Action(position=position))
+    applied, observation = f.get_applied_action(t), f.get_robot_observation(t)
+    assert applied.torque[2] == pytest.approx(-SAFETY_KD[2] * observation.velocity[2], abs=1e-12)
+
+
+def test_safety_checks_limit_torque_and_damp_velocity(robot):
+    f = robot.frontend
+    t = f.append_desired_action(Action.make(torque=[1000.0, -1000.0, 0, 0, 0, 0, 500.0, 0, 0]))
+    applied = f.get_applied_action(t)
+    assert applied.torque[0] == pytest.approx(87.0) and applied.torque[1] == pytest.approx(-87.0)
+    assert applied.torque[6] == pytest.approx(12.0)
+    assert f.get_desired_action(t).torque[0] == 1000.0  # the desired one is kept as asked
+    f.wait_until_timeindex(t + 30)
+    moving = f.get_robot_observation(t + 30)
+    assert np.abs(moving.velocity).max() > 0.1
+    damped = f.get_applied_action(t + 30).torque[3]  # joint 4 had zero desired torque: only damping
+    assert damped == pytest.approx(-SAFETY_KD[3] * moving.velocity[3], abs=1e-9)
+
+
+def test_position_limits_stop_torque_pushing_further_out(robot):
+    arm, c = robot.sim.arm, robot.sim.world.client
+    robot.loop.run(lambda: c.resetJointState(arm.body, arm.joints[3], arm.limits.upper[3] + 0.001))  # joint 4 at 0
+    t = robot.frontend.append_desired_action(Action.make(torque=[0, 0, 0, 50.0, 0, 0, 0, 0, 0]))
+    assert robot.frontend.get_applied_action(t).torque[3] <= 0.0
+
+
+def test_only_the_last_thousand_steps_are_kept_and_the_future_blocks(robot):
+    f = robot.frontend
+    f.append_desired_action(Action())
+    f.wait_until_timeindex(BUFFER + 50)
+    with pytest.raises(TimeIndexError, match="no longer kept.*last 1000"):
+        f.get_robot_observation(10)
+    ahead = f.get_current_timeindex() + 200
+    f.get_robot_observation(ahead)  # blocks until it exists, then answers
+    assert f.get_current_timeindex() >= ahead
+
+
+def test_timestamps_start_at_zero_and_follow_the_physics_step(robot):
+    f = robot.frontend
+    t = f.append_desired_action(Action())
+    f.wait_until_timeindex(t + 10)
+    assert f.get_timestamp_ms(0) == 0.0
+    assert f.get_timestamp_ms(10) == pytest.approx(10 * robot.sim.world.timestep * 1000)
+
+
+def test_after_an_error_appending_raises():
+    with Robot(realtime_factor=0.0, max_action_repetitions=5) as robot:
+        f = robot.frontend
+        t = f.append_desired_action(Action())
+        f.wait_until_timeindex(t + 10)
+        status = f.get_robot_status(t + 10)
+        assert status.error_status == BACKEND_ERROR and "no new action" in status.error_message
+        assert f.get_robot_status(t + 3).error_status == NO_ERROR
+        with pytest.raises(RuntimeError, match="in error"):
+            f.append_desired_action(Action())
+
+
+def test_over_ros_the_same_api_gives_the_same_answers(ros_context):
+    from conftest import parameters
+    from binpick_sim.nodes.robot_client import RosRobotFrontend
+    from binpick_sim.nodes.stack import SimStack
+
+    world = parameters(robot_interface=True, realtime_factor=0.0, camera=False)
+    with SimStack(ros_context, {"world": world}) as stack, RosRobotFrontend(context=ros_context) as f:
+        assert f.get_current_timeindex() == -1
+        t = f.append_desired_action(Action())
+        hold = f.get_robot_observation(t).position
+        t = f.append_desired_action(Action.make(torque=[1000.0] + [0] * 8, position=[np.nan] + list(hold[1:])))
+        assert f.get_applied_action(t).torque[0] == pytest.approx(87.0)
+        assert f.get_desired_action(t).torque[0] == 1000.0
+        f.wait_until_timeindex(t + 5)
+        assert f.get_robot_status(t + 5).action_repetitions == 5
+        assert f.get_timestamp_ms(t + 5) - f.get_timestamp_ms(t) == pytest.approx(5.0)  # 1 kHz
+        local = next(n for n in stack.nodes if n.get_name() == "robot").backend
+        assert np.array_equal(f.get_robot_observation(t + 5).position, local.observations.get(t + 5).position)
+        with pytest.raises(ValueError, match="rejected"):
+            f.append_desired_action(Action(torque=np.full(9, np.inf)))  # garbage gets a clear refusal
+
+
+def test_garbage_on_the_action_topic_is_refused_and_counted(ros_context):
+    from std_msgs.msg import Float64MultiArray, Int64MultiArray
+
+    from conftest import parameters
+    from binpick_sim.nodes.client import SimClient
+    from binpick_sim.nodes.stack import SimStack
+
+    world = parameters(robot_interface=True, realtime_factor=0.0, camera=False)
+    with SimStack(ros_context, {"world": world}) as stack:
+        client = SimClient("junk", context=ros_context, topics={"robot/accepted": Int64MultiArray})
+        publisher = client.node.create_publisher(Float64MultiArray, "robot/desired_actions", 10)
+        client.spin_until(lambda: publisher.get_subscription_count() > 0, 20, "robot node")
+        steps = stack.loop.run(lambda: stack.sim.world.step_count)
+        for junk in ([], [1.0], [2.0] + [0.0] * 35, [3.0] + [np.nan] * 36, [4.0] + [np.inf] + [0.0] * 35):
+            publisher.publish(Float64MultiArray(data=junk))
+            client.spin_until(lambda: "robot/accepted" in client.latest, 10, "an answer")
+            client.spin_until(lambda: client.latest["robot/accepted"].data[1] == -1, 10, "a refusal")
+            del client.latest["robot/accepted"]
+        assert stack.loop.run(lambda: stack.sim.world.step_count) == steps  # still idle: nothing was taken
+        assert next(n for n in stack.nodes if n.get_name() == "robot").backend.current() == -1  # never started
+        client.close()
