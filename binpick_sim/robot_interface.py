@@ -104,6 +104,12 @@ class TimeSeries:
             self.values.pop(t - self.maxlen, None)
             self.changed.notify_all()
 
+    def wait_for(self, t: int, timeout: float | None = None) -> None:
+        """Until index t has been written (it may be gone again by then)."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: t <= self.newest, timeout):
+                raise TimeoutError(f"time index {t} was not reached within {timeout} s")
+
     def get(self, t: int, timeout: float | None = None):
         with self.changed:
             if t < 0:
@@ -235,7 +241,7 @@ class RobotFrontend:
         return self.backend.current()
 
     def wait_until_timeindex(self, t: int) -> None:
-        self.get_robot_observation(t)
+        self.backend.observations.wait_for(t, self.timeout)
 
     def _after(self, t: int, series: TimeSeries):
         self.get_robot_observation(t)  # every series of step t is written by then
