@@ -116,6 +116,12 @@ class FrankaArm:
         states = self.world.client.getJointStates(self.body, self.joints)
         return tuple(np.array([s[k] for s in states]) for k in (0, 1, 3))
 
+    def gravity_torques(self, positions) -> np.ndarray:
+        """Torques [Nm | N] that hold the 9 joints still at `positions` (inverse dynamics at rest)."""
+        zeros = [0.0] * len(self.joints)
+        return np.array(self.world.client.calculateInverseDynamics(self.body, list(map(float, positions)),
+                                                                   zeros, zeros))
+
     def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """World position and xyzw quaternion of the grasp target (between the fingertips)."""
         state = self.world.client.getLinkState(self.body, self.grasp_link, computeForwardKinematics=True)

@@ -125,8 +125,13 @@ class TimeSeries:
 class RobotBackend:
     """Runs on the physics thread, one time index per physics step, once the first action arrived."""
 
-    def __init__(self, arm: FrankaArm, loop: PhysicsLoop, max_action_repetitions: int = 0):
+    def __init__(self, arm: FrankaArm, loop: PhysicsLoop, max_action_repetitions: int = 0,
+                 gravity_compensation: bool = True):
+        """`gravity_compensation`: add the torques that hold the arm up below the interface, as the
+        Panda's own controller does (libfranka's commanded torques exclude gravity)."""
         self.arm, self.loop, self.world = arm, loop, arm.world
+        self.gravity_compensation = gravity_compensation
+        self.torque_limits = np.concatenate([arm.limits.effort[:7], [arm.config.finger_force] * 2])
         self.max_action_repetitions = max_action_repetitions  # 0: any number
         self.desired, self.applied = TimeSeries(), TimeSeries()
         self.observations, self.status, self.timestamps = TimeSeries(), TimeSeries(), TimeSeries()
@@ -182,7 +187,9 @@ class RobotBackend:
                                          f"(max_action_repetitions is {self.max_action_repetitions})")
             applied = Action(torque=np.zeros(N))  # stop pushing; joints coast
         c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints, c.TORQUE_CONTROL, forces=applied.torque.tolist())
+        sent = applied.torque + (arm.gravity_torques(observation.position) if self.gravity_compensation else 0.0)
+        c.setJointMotorControlArray(arm.body, arm.joints, c.TORQUE_CONTROL,
+                                    forces=np.clip(sent, -self.torque_limits, self.torque_limits).tolist())
         self.desired.append(t, action)
         self.applied.append(t, applied)
         self.status.append(t, status)
@@ -206,9 +213,7 @@ class RobotBackend:
         lower, upper = self.arm.limits.lower, self.arm.limits.upper
         torque = np.where((observation.position >= upper) & (torque > 0), 0.0, torque)  # position limits
         torque = np.where((observation.position <= lower) & (torque < 0), 0.0, torque)
-        limit = self.arm.limits.effort.copy()
-        limit[7:] = self.arm.config.finger_force
-        torque = np.clip(torque, -limit, limit)  # torque limits
+        torque = np.clip(torque, -self.torque_limits, self.torque_limits)  # torque limits
         return Action(torque, action.position, kp, kd)
 
 
@@ -257,7 +262,7 @@ class Robot:
     """
 
     def __init__(self, config=None, rate: float = 1000.0, realtime_factor: float = 1.0, seed: int = 0,
-                 max_action_repetitions: int = 0):
+                 max_action_repetitions: int = 0, gravity_compensation: bool = True):
         import dataclasses
 
         from .config import load_config
@@ -269,7 +274,7 @@ class Robot:
         self.sim = BinPickingSim(config)
         self.sim.reset(seed=seed)
         self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=True)  # idle until the first action
-        self.backend = RobotBackend(self.sim.arm, self.loop, max_action_repetitions)
+        self.backend = RobotBackend(self.sim.arm, self.loop, max_action_repetitions, gravity_compensation)
         self.frontend = RobotFrontend(self.backend)
         self.loop.start()
 

@@ -191,3 +191,40 @@ def test_garbage_on_the_action_topic_is_refused_and_counted(ros_context):
         assert stack.loop.run(lambda: stack.sim.world.step_count) == steps  # still idle: nothing was taken
         assert next(n for n in stack.nodes if n.get_name() == "robot").backend.current() == -1  # never started
         client.close()
+
+
+def test_while_the_robot_interface_drives_the_arm_other_commands_are_refused(ros_context):
+    from conftest import parameters
+    from binpick_sim.nodes.client import SimClient
+    from binpick_sim.nodes.robot_client import RosRobotFrontend
+    from binpick_sim.nodes.stack import SimStack
+
+    world = parameters(robot_interface=True, realtime_factor=0.5, camera=False)
+    with SimStack(ros_context, {"world": world}) as stack, RosRobotFrontend(context=ros_context) as f:
+        arm = next(n for n in stack.nodes if n.get_name() == "arm")
+        backend = next(n for n in stack.nodes if n.get_name() == "robot").backend
+        t = f.append_desired_action(Action.make(position=stack.sim.arm.home))
+        client = SimClient("intruder", context=ros_context, topics={})
+        client.spin_until(lambda: client.publishers["position"].get_subscription_count() > 0, 20, "the arm node")
+        answer = client.call("arm/home")
+        assert not answer.success and "robot interface" in answer.message
+        client.send("position", [0.0] * 9)
+        client.spin_until(lambda: arm.diagnostics.rejected["arm/position_commands"] == 1, 20, "the refusal")
+        f.wait_until_timeindex(f.get_current_timeindex() + 100)  # the backend still steps ...
+        assert stack.loop.run(lambda: stack.sim.arm.controller) == backend.step  # ... and still owns the arm
+        assert np.abs(f.get_robot_observation(f.get_current_timeindex()).position[:7]
+                      - stack.sim.arm.home[:7]).max() < 0.02
+        client.close()
+
+
+@pytest.mark.parametrize("compensated", [True, False])
+def test_gravity_is_compensated_below_the_interface_as_on_the_panda(compensated):
+    with Robot(realtime_factor=0.5, gravity_compensation=compensated) as robot:
+        f = robot.frontend
+        t = f.append_desired_action(Action())  # zero torque, PD off
+        f.wait_until_timeindex(t + 300)
+        start, later = f.get_robot_observation(t).position, f.get_robot_observation(t + 300).position
+        damping = -SAFETY_KD[:7] * f.get_robot_observation(t + 300).velocity[:7]
+        assert f.get_applied_action(t + 300).torque[:7] == pytest.approx(damping, abs=1e-6)  # gravity is not in it
+        drift = np.abs(later[:7] - start[:7]).max()
+        assert drift < 0.01 if compensated else drift > 0.05  # floats in place, or falls

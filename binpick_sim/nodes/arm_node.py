@@ -34,9 +34,10 @@ CONTROLLER_TOPIC = "arm/controller_commands"
 
 
 class ArmNode(Node):
-    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, owner: str | None = None, **kwargs):
+        """`owner`: who else drives the arm (the robot interface); then every command here is refused."""
         super().__init__("arm", **kwargs)
-        self.sim, self.arm, self.loop = sim, sim.arm, loop
+        self.sim, self.arm, self.loop, self.owner = sim, sim.arm, loop, owner
         rate = declare(self, "publish_rate", 100.0, "Rate of joint_states, arm/ee_pose and the finger wrenches, "
                        "in Hz of sim time.", read_only=True)
         self.velocity_timeout = declare(self, "velocity_timeout", 0.5,
@@ -92,7 +93,15 @@ class ArmNode(Node):
     def on_delta(self, msg: Float64MultiArray) -> None:
         self.command(DELTA_TOPIC, msg, self.apply_delta, None, length=5)
 
+    def refused(self, interface: str) -> bool:
+        """Whether the arm belongs to someone else; counted and logged as a rejection if so."""
+        if self.owner is not None:
+            self.diagnostics.reject(interface, f"{self.owner} drives the arm")
+        return self.owner is not None
+
     def command(self, topic: str, msg, apply, clip, length: int = len(JOINT_NAMES)) -> None:
+        if self.refused(topic):
+            return self.count_received()
         try:
             values = finite_vector(msg.data, length)
         except BadCommand as exc:
@@ -114,6 +123,8 @@ class ArmNode(Node):
         self.torque_controller.set_goal(action)
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
+        if self.refused(TRAJECTORY_TOPIC):
+            return self.count_received()
         try:
             trajectory = Trajectory.parse(msg.joint_names,
                                           [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
@@ -127,6 +138,8 @@ class ArmNode(Node):
         self.count_received()
 
     def on_joint_commands(self, msg: JointState) -> None:
+        if self.refused(JOINT_COMMANDS_TOPIC):
+            return self.count_received()
         try:
             positions, velocities = joint_command(msg.name, msg.position, msg.velocity)
         except BadCommand as exc:
@@ -149,6 +162,9 @@ class ArmNode(Node):
 
     def trigger(self, action, what: str):
         def serve(request, response):
+            if self.owner is not None:
+                response.success, response.message = False, f"refused: {self.owner} drives the arm"
+                return response
             try:
                 self.loop.run(action)
                 response.success, response.message = True, what

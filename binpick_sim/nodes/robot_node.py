@@ -32,7 +32,9 @@ class RobotNode(Node):
         super().__init__("robot", **kwargs)
         repetitions = declare(self, "max_action_repetitions", 0, "Steps without a new action before the robot "
                               "goes into error (0: never).", read_only=True)
-        self.backend = RobotBackend(sim.arm, loop, repetitions)
+        gravity = declare(self, "gravity_compensation", True, "Add the torques that hold the arm up below the "
+                          "interface, as the Panda's own controller does.", read_only=True)
+        self.backend = RobotBackend(sim.arm, loop, repetitions, gravity)
         self.sim = sim
         self.steps = self.create_publisher(Float64MultiArray, "robot/steps", STEPS_QOS)
         self.accepted = self.create_publisher(Int64MultiArray, "robot/accepted", 100)

@@ -30,7 +30,8 @@ class SimStack:
 
         self.world = WorldNode(**options("world"))
         self.sim, self.loop = self.world.sim, self.world.loop
-        self.nodes = [self.world, ArmNode(self.sim, self.loop, **options("arm"))]
+        owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
+        self.nodes = [self.world, ArmNode(self.sim, self.loop, owner, **options("arm"))]
         if self.world.camera_enabled:
             self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
         if self.world.task_enabled:

@@ -37,7 +37,7 @@ class TrajectoryActions:
                          goal_callback=self.check_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
                          callback_group=group),
             ActionServer(node, GripperCommand, f"{gripper_controller}/gripper_cmd", self.grip,
-                         cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group),
+                         goal_callback=lambda _: self.owned("gripper_cmd"), cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group),
         ]
 
     def destroy(self) -> None:
@@ -52,7 +52,12 @@ class TrajectoryActions:
                                 [p.positions for p in t.points], [p.velocities for p in t.points],
                                 self.arm.limits.lower, self.arm.limits.upper)
 
+    def owned(self, interface: str) -> GoalResponse:
+        return GoalResponse.REJECT if self.node.refused(interface) else GoalResponse.ACCEPT
+
     def check_goal(self, goal) -> GoalResponse:
+        if self.owned("follow_joint_trajectory") == GoalResponse.REJECT:
+            return GoalResponse.REJECT
         try:
             self.parse(goal)
         except BadTrajectory as exc:
