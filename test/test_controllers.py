@@ -162,3 +162,48 @@ def test_unknown_controllers_and_options_are_named(sim):
         make_controller(sim.arm, "osc", {"kpp": 1})
     with pytest.raises(ValueError, match="takes 7 values"):
         JointVelocityController(sim.arm).set_goal([0.1])
+
+
+def at_rest(client):
+    client.spin_until(lambda: np.abs(client.latest["joint_states"].velocity).max() < 1e-3, 30, "the arm at rest")
+
+
+def test_the_arm_node_serves_the_selected_controller_and_refuses_garbage(ros_context):
+    """Over ROS: arm/controller_commands drives OSC; garbage changes nothing; a fixed-topic command takes
+    the arm back and the next controller action engages the controller again."""
+    from std_msgs.msg import Float64MultiArray
+
+    from conftest import STATE_TOPICS, parameters
+    from binpick_sim.nodes.client import TOPICS, SimClient
+    from binpick_sim.nodes.stack import SimStack
+
+    world, arm = parameters(realtime_factor=0.0, camera=False), parameters(controller="osc")
+    with SimStack(ros_context, {"world": world, "arm": arm}) as stack:
+        client = SimClient("controls_engineer", context=ros_context, topics={t: TOPICS[t] for t in STATE_TOPICS})
+        actions = client.node.create_publisher(Float64MultiArray, "arm/controller_commands", 10)
+        client.spin_until(lambda: actions.get_subscription_count() > 0, 20, "the arm node")
+        client.wait_for_topics(STATE_TOPICS, timeout=30)
+        node = next(n for n in stack.nodes if n.get_name() == "arm")
+        start = client.ee_pose()[0]
+        actions.publish(Float64MultiArray(data=[1.0, 0, -0.6, 0, 0, 0]))  # scaled: +5 cm x, -3 cm z
+        goal = start + [0.05, 0, -0.03]
+        client.spin_until(lambda: np.linalg.norm(client.ee_pose()[0] - goal) < 0.003, 30, "the OSC goal")
+        assert stack.loop.run(lambda: stack.sim.arm.controller) == node.torque_controller.step
+        at_rest(client)
+
+        before = stack.loop.run(lambda: (stack.sim.arm.joint_states()[0], node.torque_controller.goal_position.copy()))
+        for junk in ([], [0.1] * 5, [0.1] * 7, [np.nan] * 6, [np.inf] + [0.0] * 5):
+            actions.publish(Float64MultiArray(data=junk))
+        client.spin_until(lambda: node.diagnostics.rejected["arm/controller_commands"] == 5, 20, "five refusals")
+        after = stack.loop.run(lambda: (stack.sim.arm.joint_states()[0], node.torque_controller.goal_position.copy()))
+        assert np.abs(after[0] - before[0]).max() < 1e-3 and np.array_equal(after[1], before[1])
+
+        client.send("position", stack.sim.arm.home)  # a fixed topic takes the arm back ...
+        client.spin_until(lambda: np.abs(client.joint_positions() - stack.sim.arm.home).max() < 0.01, 30, "home")
+        assert stack.loop.run(lambda: stack.sim.arm.controller) is None
+        at_rest(client)
+        home = client.ee_pose()[0]
+        actions.publish(Float64MultiArray(data=[0, 1.0, 0, 0, 0, 0]))  # ... and the controller again
+        client.spin_until(lambda: np.linalg.norm(client.ee_pose()[0] - (home + [0, 0.05, 0])) < 0.003, 30,
+                          "the OSC goal from home")
+        client.close()
