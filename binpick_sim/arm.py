@@ -41,6 +41,19 @@ class JointLimits:
         return np.clip(v, -self.velocity, self.velocity)
 
 
+def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
+    """Names as a planner sends them: known, each once, at least one; `error` says which is wrong."""
+    names = list(names)
+    if not names:
+        raise error("no joint names")
+    unknown = [n for n in names if n not in JOINT_NAMES]
+    if unknown:
+        raise error(f"unknown joint(s) {', '.join(map(repr, unknown))} (joints: {', '.join(JOINT_NAMES)})")
+    if len(set(names)) != len(names):
+        raise error("a joint is named twice")
+    return names
+
+
 class FrankaArm:
     def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None):
         self.world = world

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arm import JOINT_NAMES, FrankaArm
+from .arm import JOINT_NAMES, FrankaArm, check_joint_names
 
 
 class BadTrajectory(ValueError):
@@ -25,14 +25,7 @@ class Trajectory:
     @classmethod
     def parse(cls, names, times, positions, velocities, lower, upper) -> "Trajectory":
         """Check a trajectory as a planner sends it; BadTrajectory says what is wrong."""
-        names = list(names)
-        if not names:
-            raise BadTrajectory("no joint names")
-        unknown = [n for n in names if n not in JOINT_NAMES]
-        if unknown:
-            raise BadTrajectory(f"unknown joint(s) {', '.join(map(repr, unknown))} (joints: {', '.join(JOINT_NAMES)})")
-        if len(set(names)) != len(names):
-            raise BadTrajectory("a joint is named twice")
+        names = check_joint_names(names, BadTrajectory)
         if not len(times):
             raise BadTrajectory("no points")
         joints = tuple(JOINT_NAMES.index(n) for n in names)

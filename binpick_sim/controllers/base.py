@@ -86,6 +86,27 @@ class Controller:
         """Physics steps over which a new goal is reached when interpolating (one policy step)."""
         return max(1, round(self.control_freq / self.policy_freq))
 
+    @property
+    def layout(self) -> str:
+        """What decides the action's length, for error messages."""
+        return self.name
+
+    def checked(self, action) -> np.ndarray:
+        """The action as control_dim floats, or a ValueError that names the expected layout."""
+        action = np.asarray(action, dtype=float)
+        if action.shape != (self.control_dim,):
+            raise ValueError(f"{self.layout} takes {self.control_dim} values, got {action.size}")
+        return action
+
+    def take_gains(self, action: np.ndarray, dof: int) -> None:
+        """Variable impedance: kp (and damping ratios) from the front of the action, clipped to their limits."""
+        if self.impedance_mode == "variable":
+            self.damping_ratio = np.clip(action[:dof], *self.damping_ratio_limits)
+            self.kp = np.clip(action[dof:2 * dof], *self.kp_limits)
+        elif self.impedance_mode == "variable_kp":
+            self.kp = np.clip(action[:dof], *self.kp_limits)
+            self.damping_ratio = np.ones(dof)
+
     def scale_action(self, action) -> np.ndarray:
         """Clip to [input_min, input_max], then map that range linearly onto [output_min, output_max]."""
         action = np.clip(np.asarray(action, dtype=float), self.input_min, self.input_max)

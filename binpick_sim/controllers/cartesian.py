@@ -57,6 +57,10 @@ class OperationalSpaceController(Controller):
         return self.pose_dim + {"fixed": 0, "variable": 12, "variable_kp": 6}[self.impedance_mode]
 
     @property
+    def layout(self) -> str:
+        return f"{self.name} ({self.impedance_mode}, control_ori={self.control_ori})"
+
+    @property
     def scaled_dim(self) -> int:
         return self.pose_dim
 
@@ -69,16 +73,8 @@ class OperationalSpaceController(Controller):
         self.initial_joints = np.asarray(joints, dtype=float)
 
     def set_goal(self, action, set_pos=None, set_ori=None) -> None:
-        action = np.asarray(action, dtype=float)
-        if action.shape != (self.control_dim,):
-            raise ValueError(f"{self.name} ({self.impedance_mode}, control_ori={self.control_ori}) takes "
-                             f"{self.control_dim} values, got {action.size}")
-        if self.impedance_mode == "variable":
-            self.damping_ratio = np.clip(action[:6], *self.damping_ratio_limits)
-            self.kp = np.clip(action[6:12], *self.kp_limits)
-        elif self.impedance_mode == "variable_kp":
-            self.kp = np.clip(action[:6], *self.kp_limits)
-            self.damping_ratio = np.ones(6)
+        action = self.checked(action)
+        self.take_gains(action, 6)
         pose = action[-self.pose_dim:]
         if self.control_delta:
             delta = self.scale_action(pose)
@@ -166,9 +162,7 @@ class InverseKinematicsController(Controller):
         return dpos, rotation
 
     def set_goal(self, delta) -> None:
-        delta = np.asarray(delta, dtype=float)
-        if delta.shape != (6,):
-            raise ValueError(f"{self.name} takes 6 values, got {delta.size}")
+        delta = self.checked(delta)
         dpos, rotation = self.clip_ik_input(delta[:3], delta[3:])
         position = self.state.ee_position + dpos
         orientation = Rotation.from_rotvec(rotation) * Rotation.from_matrix(self.state.ee_rotation)

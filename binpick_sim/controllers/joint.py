@@ -39,6 +39,10 @@ class JointPositionController(Controller):
         return {"fixed": 7, "variable": 21, "variable_kp": 14}[self.impedance_mode]
 
     @property
+    def layout(self) -> str:
+        return f"{self.name} ({self.impedance_mode})"
+
+    @property
     def kd(self) -> np.ndarray:
         return 2 * np.sqrt(self.kp) * self.damping_ratio
 
@@ -59,15 +63,8 @@ class JointPositionController(Controller):
         return 7  # only the joint deltas are scaled; gains are clipped to their limits
 
     def set_goal(self, action, set_qpos=None) -> None:
-        action = np.asarray(action, dtype=float)
-        if action.shape != (self.control_dim,):
-            raise ValueError(f"{self.name} ({self.impedance_mode}) takes {self.control_dim} values, got {action.size}")
-        if self.impedance_mode == "variable":
-            self.damping_ratio = np.clip(action[:7], *self.damping_ratio_limits)
-            self.kp = np.clip(action[7:14], *self.kp_limits)
-        elif self.impedance_mode == "variable_kp":
-            self.kp = np.clip(action[:7], *self.kp_limits)
-            self.damping_ratio = np.ones(7)
+        action = self.checked(action)
+        self.take_gains(action, 7)
         delta = self.scale_action(action[-7:])
         goal = np.asarray(set_qpos, dtype=float) if set_qpos is not None else self.state.q + delta
         if self.qpos_limits is not None:
@@ -110,9 +107,7 @@ class JointVelocityController(Controller):
         return 7
 
     def set_goal(self, velocities) -> None:
-        velocities = np.asarray(velocities, dtype=float)
-        if velocities.shape != (7,):
-            raise ValueError(f"{self.name} takes 7 values, got {velocities.size}")
+        velocities = self.checked(velocities)
         self.goal = np.clip(self.scale_action(velocities), self.velocity_limits[0], self.velocity_limits[1])
         if self.interpolator is not None:
             self.interpolator.set_goal(self.goal)
@@ -145,9 +140,7 @@ class JointTorqueController(Controller):
         return 7
 
     def set_goal(self, torques) -> None:
-        torques = np.asarray(torques, dtype=float)
-        if torques.shape != (7,):
-            raise ValueError(f"{self.name} takes 7 values, got {torques.size}")
+        torques = self.checked(torques)
         self.goal = self.scale_action(torques)
         if self.interpolator is not None:
             self.interpolator.set_goal(self.goal)

@@ -15,7 +15,7 @@ from std_msgs.msg import Float64MultiArray, UInt64
 from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
-from ..arm import FINGER_LINKS, JOINT_NAMES
+from ..arm import FINGER_LINKS, JOINT_NAMES, check_joint_names
 from ..controllers import make_controller
 from ..loop import PhysicsLoop
 from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
@@ -234,14 +234,7 @@ class ArmNode(Node):
 def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]:
     """A JointState command as 9 positions and 9 velocities, NaN where a joint is not commanded.
     A command for one finger alone applies to both (the second finger is a mimic joint on the real hand)."""
-    names = list(names)
-    if not names:
-        raise BadCommand("no joint names")
-    unknown = [n for n in names if n not in JOINT_NAMES]
-    if unknown:
-        raise BadCommand(f"unknown joint(s) {', '.join(map(repr, unknown))}")
-    if len(set(names)) != len(names):
-        raise BadCommand("a joint is named twice")
+    names = check_joint_names(names, BadCommand)
     if not len(positions) and not len(velocities):
         raise BadCommand("neither positions nor velocities")
     q, v = np.full(len(JOINT_NAMES), np.nan), np.full(len(JOINT_NAMES), np.nan)
