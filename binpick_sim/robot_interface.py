@@ -4,8 +4,8 @@ A backend runs at the physics rate (1 kHz by default) and, every step t, takes t
 t (or repeats t-1's if none came, counting `action_repetitions`), records the observation *before*
 that action acts, turns the desired action into the applied one through the safety checks, and
 applies it as joint torques (plus, by default, the torques that hold the arm up against gravity, which
-the Panda's own controller adds below its torque interface too). Frontends append actions and read any of the last 1000 steps by index;
-asking for a future step blocks until it happens.
+the Panda's own controller adds below its torque interface too). Frontends append actions and read
+any of the last 1000 steps by index; asking for a future step blocks until it happens.
 
 Action = torque + PD(position) per joint (9: seven arm joints [N m], two fingers [N]); a NaN
 position switches the PD off for that joint, NaN gains mean the defaults; `Action()` is zero torque.

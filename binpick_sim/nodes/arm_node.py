@@ -162,7 +162,7 @@ class ArmNode(Node):
 
     def trigger(self, action, what: str):
         def serve(request, response):
-            if self.owner is not None:
+            if self.refused(f"service for {what}"):
                 response.success, response.message = False, f"refused: {self.owner} drives the arm"
                 return response
             try:
