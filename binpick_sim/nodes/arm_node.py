@@ -126,14 +126,11 @@ class ArmNode(Node):
         if self.refused(TRAJECTORY_TOPIC):
             return self.count_received()
         try:
-            trajectory = Trajectory.parse(msg.joint_names,
-                                          [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
-                                          [p.positions for p in msg.points], [p.velocities for p in msg.points],
-                                          self.arm.limits.lower, self.arm.limits.upper)
+            trajectory = convert.trajectory(msg, self.arm.limits)
         except BadTrajectory as exc:
             self.diagnostics.reject(TRAJECTORY_TOPIC, str(exc))
         else:
-            start = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9  # 0: now, as in ros2_control
+            start = convert.to_seconds(msg.header.stamp)  # 0: now, as in ros2_control
             self.loop.call(self.start_trajectory, trajectory, start)
         self.count_received()
 

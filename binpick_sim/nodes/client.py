@@ -20,6 +20,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from ..policy import ObjectView, obj_vertices
+from .convert import to_seconds
 
 TOPICS = {
     "joint_states": JointState,
@@ -77,8 +78,7 @@ class SimClient:
 
     def stamp(self, topic: str) -> float:
         """Sim time of the newest message on a stamped topic."""
-        t = self.latest[topic].header.stamp
-        return t.sec + t.nanosec * 1e-9
+        return to_seconds(self.latest[topic].header.stamp)
 
     def wait_for_stamp(self, topic: str, seconds: float, timeout: float = 10.0):
         """Wait for a message on `topic` stamped at or after sim time `seconds`; returns it."""

@@ -8,6 +8,8 @@ from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3, Wre
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
 
+from ..trajectory import Trajectory
+
 WORLD_FRAME = "world"
 OPTICAL_FRAME = "camera_optical_frame"
 
@@ -17,6 +19,18 @@ _bridge = CvBridge()
 def stamp(seconds: float) -> Time:
     nanoseconds = int(round(seconds * 1e9))
     return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def to_seconds(time) -> float:
+    """A builtin_interfaces Time or Duration in seconds."""
+    return time.sec + time.nanosec * 1e-9
+
+
+def trajectory(msg, limits) -> Trajectory:
+    """A trajectory_msgs/JointTrajectory as the core's Trajectory; BadTrajectory says what is wrong."""
+    return Trajectory.parse(msg.joint_names, [to_seconds(p.time_from_start) for p in msg.points],
+                            [p.positions for p in msg.points], [p.velocities for p in msg.points],
+                            limits.lower, limits.upper)
 
 
 def header(seconds: float, frame_id: str = WORLD_FRAME) -> Header:

@@ -11,6 +11,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
+from . import convert
 
 POLL = 0.02  # wall seconds between looks at a goal in progress
 SETTLE = 1.0  # sim seconds a trajectory's end may take to be reached within the goal tolerance
@@ -46,11 +47,7 @@ class TrajectoryActions:
 
     # --- FollowJointTrajectory ----------------------------------------------------------------
     def parse(self, goal) -> Trajectory:
-        t = goal.trajectory
-        return Trajectory.parse(t.joint_names, [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-                                                for p in t.points],
-                                [p.positions for p in t.points], [p.velocities for p in t.points],
-                                self.arm.limits.lower, self.arm.limits.upper)
+        return convert.trajectory(goal.trajectory, self.arm.limits)
 
     def owned(self, interface: str) -> GoalResponse:
         return GoalResponse.REJECT if self.node.refused(interface) else GoalResponse.ACCEPT
