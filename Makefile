@@ -43,7 +43,7 @@ test: $(STAMP)
 	$(ROS_ENV) $(PY) -m pytest test
 
 run: $(STAMP)
-	$(ROS_ENV) $(PY) -m binpick_sim.nodes.stack
+	$(ROS_ENV) $(PY) -m binpick_sim.nodes.entry
 
 bench: $(STAMP)
 	$(ROS_ENV) $(PY) -m bench.run

@@ -16,6 +16,7 @@ setup(
         (f"share/{PACKAGE}/urdf", glob("urdf/*")),
     ],
     install_requires=["setuptools"],
+    extras_require={"test": ["pytest"]},  # colcon test runs pytest only where pytest is a test dependency
     zip_safe=True,
     maintainer="binpick_sim developers",
     maintainer_email="binpick-sim@example.com",
@@ -23,7 +24,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "sim = binpick_sim.nodes.stack:main",
+            "sim = binpick_sim.nodes.entry:main",
             "demo = binpick_sim.demo:main",
             "description = binpick_sim.description:main",
         ],

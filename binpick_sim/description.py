@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
-from .config import BinConfig, Config, load_config
+from .bin_geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
+from .config import BinConfig, Config, ConfigError, load_config
 from .paths import default_config, share_dir
 
 PANDA_DIR = Path(pybullet_data.getDataPath()) / "franka_panda"
@@ -24,16 +25,28 @@ OPTICAL_RPY = (-np.pi / 2, 0.0, -np.pi / 2)  # camera_link -> camera_optical_fra
 ROS2_CONTROL = "ros2_control.xml"  # the <ros2_control> block for topic_based_ros2_control, in urdf/
 
 
-def cell_description(config: Config, ros2_control: bool = False) -> str:
+def cell_description(config: Config, ros2_control: bool = False, namespace: str = "") -> str:
     robot = ET.Element("robot", name="binpick_cell")
     ET.SubElement(robot, "link", name="world")
     _add_panda(robot, config)
     _add_bins(robot, config)
     _add_camera(robot, config)
     if ros2_control:
-        robot.append(ET.parse(share_dir() / "urdf" / ROS2_CONTROL).getroot())
+        robot.append(_ros2_control(namespace))
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
+
+
+def _ros2_control(namespace: str) -> ET.Element:
+    """The <ros2_control> block, its hardware's topics in the simulation's namespace (absolute names,
+    since the controller manager that reads them runs in a namespace of its own)."""
+    block = ET.parse(share_dir() / "urdf" / ROS2_CONTROL).getroot()
+    prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    topics = {"joint_commands_topic": "arm/joint_commands", "joint_states_topic": "binpick/joint_states"}
+    for param in block.iter("param"):
+        if param.get("name") in topics:
+            param.text = f"{prefix}/{topics[param.get('name')]}"
+    return block
 
 
 def _add_panda(robot: ET.Element, config: Config) -> None:
@@ -56,8 +69,6 @@ def _add_panda(robot: ET.Element, config: Config) -> None:
 
 def _add_bins(robot: ET.Element, config: Config) -> None:
     """One fixed `scene` link carrying both bins as boxes, visual and collision."""
-    from .scene import bin_boxes  # the same boxes the simulation builds
-
     scene = ET.SubElement(robot, "link", name="scene")
     _fixed_joint(robot, "world_to_scene", "world", "scene", (0, 0, 0), (0, 0, 0))
     for name, bin_config, colour in (("pick_bin", config.scene.pick_bin, "0.3 0.3 0.3 1"),
@@ -101,13 +112,30 @@ def _xyz(values) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ros2 run binpick_sim description [--config scene.yaml] [--ros2-control]`: the URDF on stdout."""
+    """`ros2 run binpick_sim description [--config scene.yaml] [--ros2-control] [--namespace NS]`: the
+    URDF on stdout and nothing else; a bad scene file: one line on stderr naming the key, exit 2."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--config", type=Path, default=default_config(), help="scene file")
     parser.add_argument("--ros2-control", action="store_true", help="add the topic_based_ros2_control block")
-    args, _ = parser.parse_known_args(argv)  # launch may append --ros-args
-    sys.stdout.write(cell_description(load_config(args.config), ros2_control=args.ros2_control))
+    parser.add_argument("--namespace", default=None, help="namespace of the simulation the ros2_control "
+                        "hardware talks to (default: __ns of --ros-args, else none)")
+    args, rest = parser.parse_known_args(argv)  # launch and `ros2 run` may append --ros-args
+    namespace = args.namespace if args.namespace is not None else _ros_namespace(rest)
+    try:
+        urdf = cell_description(load_config(args.config), ros2_control=args.ros2_control, namespace=namespace)
+    except ConfigError as exc:
+        print(f"binpick_sim description: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(urdf)
     return 0
+
+
+def _ros_namespace(args: list[str]) -> str:
+    """The namespace a `--ros-args -r __ns:=/name` remapping gives, if any."""
+    for arg in args:
+        if arg.startswith("__ns:="):
+            return arg.removeprefix("__ns:=")
+    return ""
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
+from .bin_geometry import bin_boxes
 from .config import BinConfig, SceneConfig
 from .policy import obj_vertices
 from .world import World, connect
@@ -27,20 +28,6 @@ def object_files(object_set: str) -> list[Path]:
     files = sorted(root.glob("[0-9][0-9][0-9]/[0-9][0-9][0-9].urdf"))
     held_out = object_set == "test"
     return [f for i, f in enumerate(files) if (i % 10 == 0) == held_out]
-
-
-def bin_boxes(config: BinConfig) -> list[tuple[list[float], list[float]]]:
-    """(half extents, centre) of a bin's floor and four walls, in the bin frame (the centre of its
-    underside); the robot description builds the bins from the same boxes."""
-    length, width, height = config.size
-    t = config.wall_thickness
-    return [
-        ([length / 2, width / 2, t / 2], [0, 0, t / 2]),
-        ([t / 2, width / 2, height / 2], [length / 2 - t / 2, 0, height / 2]),
-        ([t / 2, width / 2, height / 2], [-length / 2 + t / 2, 0, height / 2]),
-        ([length / 2 - t, t / 2, height / 2], [0, width / 2 - t / 2, height / 2]),
-        ([length / 2 - t, t / 2, height / 2], [0, -width / 2 + t / 2, height / 2]),
-    ]
 
 
 class Bin:

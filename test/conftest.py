@@ -1,9 +1,8 @@
 """Shared fixtures. Every test process gets its own ROS domain and keeps DDS on loopback."""
-import os
+import ros_env
 
 # Before rclpy loads: a domain of our own, so parallel runs (or a user's running stack) are not heard.
-os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+ros_env.isolate()
 
 import pytest  # noqa: E402
 

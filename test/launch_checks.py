@@ -15,11 +15,11 @@ NAMESPACE = "/launched"
 LAUNCH_PARAMETERS = {"gui": False, "camera": True, "reasoning": False, "realtime_factor": 0.0}
 
 
-def make_client(context) -> SimClient:
+def make_client(context, namespace: str = NAMESPACE) -> SimClient:
     topics = {t: TOPICS[t] for t in ("joint_states", "camera/image_raw", "camera/depth/image_raw",
                                      "camera/camera_info")}
     topics["camera/depth/camera_info"] = CameraInfo
-    client = SimClient("launch_check", namespace=NAMESPACE, context=context, topics=topics)
+    client = SimClient("launch_check", namespace=namespace, context=context, topics=topics)
     client.wait_for_topics(["joint_states"], timeout=120)
     return client
 

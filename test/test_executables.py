@@ -1,14 +1,18 @@
-"""The executables as a user starts them: `sim` serves until Ctrl-C or SIGTERM, a bad scene file is
-refused at start-up with the key named, and the demo picks an object."""
+"""The executables as a user starts them: `sim` serves until Ctrl-C or SIGTERM, stops quietly when
+interrupted while starting, never outlives the process that started it, refuses a bad scene file or
+parameter at start-up with the key named, and the demo picks an object."""
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
+import ros_env
 from binpick_sim.nodes.client import TOPICS, SimClient
+from binpick_sim.nodes.entry import INTERRUPTED
 from binpick_sim.nodes.spawn import SimProcess
 from binpick_sim.paths import default_config
 
@@ -51,3 +55,83 @@ def test_demo_picks_an_object_and_saves_images(tmp_path):
     assert "demo succeeded" in result.stdout
     for name in ("rgb.png", "depth.png"):
         assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
+    """From the moment Python has loaded its site packages (about 0.1 s) until serving."""
+    for delay in (0.2, 0.6, 1.2, 2.0, 3.0, 5.0):
+        process = subprocess.Popen([sys.executable, "-m", "binpick_sim.nodes.entry", "--ros-args", "-p",
+                                    "camera:=false"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+        assert process.returncode in (0, 130), (delay, process.returncode, output)
+        assert "Traceback" not in output, (delay, output)
+        if process.returncode == 130:
+            assert output.splitlines()[-1] == INTERRUPTED and output.count(INTERRUPTED) == 1, (delay, output)
+
+
+def test_an_unknown_controller_is_refused_before_the_world_is_built():
+    result = subprocess.run([sys.executable, "-m", "binpick_sim.nodes.entry", "--ros-args", "-p",
+                             "controller:=bogus"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "unknown controller 'bogus' (known: none, joint_position" in result.stderr, result.stderr
+    assert "episode" not in result.stderr + result.stdout  # the world was never built
+
+
+def process_gone(pid: int, timeout: float) -> float | None:
+    """Seconds until `pid` has exited (a zombie counts as exited), or None after `timeout`."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return time.monotonic() - start
+        if state in "ZX":
+            return time.monotonic() - start
+        time.sleep(0.05)
+    return None
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (FileNotFoundError, ValueError, IndexError):
+            pass
+    return found
+
+
+def test_sim_stops_when_the_process_that_started_it_is_killed(ros_context):
+    """A gym env or test that dies (SIGKILL: no clean-up of its own) leaves no simulation running."""
+    parent = subprocess.Popen([sys.executable, "-c", "import time\nfrom binpick_sim.nodes.spawn import SimProcess\n"
+                               "sim = SimProcess({'camera': False})\nprint(sim.process.pid, flush=True)\n"
+                               "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    sim_pid = int(parent.stdout.readline())
+    client = SimClient("probe", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        client.wait_for_topics(["joint_states"], timeout=60)
+    finally:
+        client.close()
+    parent.kill()
+    parent.wait()
+    assert process_gone(sim_pid, 10) < 2.0
+
+
+@pytest.mark.skipif(ros_env.missing("ros2launch", "launch_ros") is not None,
+                    reason=str(ros_env.missing("ros2launch", "launch_ros")))
+def test_sim_stops_when_its_launch_is_killed(ros_context, tmp_path):
+    launch = subprocess.Popen(["bash", "-c", "exec ros2 launch binpick_sim sim.launch.py publish_description:=false "
+                               "camera:=false"], env=ros_env.shell_env(), cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = SimClient("probe", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        client.wait_for_topics(["joint_states"], timeout=60)
+    finally:
+        client.close()
+    (sim_pid,) = children(launch.pid)
+    launch.kill()
+    launch.wait()
+    assert process_gone(sim_pid, 10) < 2.0

@@ -1,40 +1,47 @@
-"""launch_testing: `sim.launch.py` brought up headless, checked from outside. Needs a ROS 2 install
-(launch_testing, launch_ros); test_launch_twin.py runs the same checks everywhere without launch."""
+"""launch_testing: `sim.launch.py` with its default arguments — the simulation and robot_state_publisher
+fed by the `description` executable through launch's `Command` — checked from outside by a ROS client.
+
+Runs under pytest's launch_testing plugin (`make test`, `colcon test`) and as the README says:
+`launch_test test/test_launch_sim.py`. It needs launch_testing and launch_ros (a ROS 2 install; CI
+installs ../shared/ros-tools); test_launch_twin.py runs the same checks everywhere without launch.
+Where robot_state_publisher is not installed, a stand-in from stand_ins/ takes its place (it checks
+and republishes its `robot_description` as the real one does); where binpick_sim is not installed,
+ros_env builds it with colcon first.
+"""
+import sys
 import unittest
+from pathlib import Path
 
 import pytest
 
-launch_testing = pytest.importorskip(
-    "launch_testing", reason="launch_testing is not installed here (it comes with ROS 2); "
-                             "test_launch_twin.py runs the same checks without launch")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # launch_checks, ros_env: also under `launch_test`
+
+import ros_env  # noqa: E402
+
+ros_env.isolate()  # conftest does this under pytest; `launch_test` loads no conftest
+
+launch_testing = pytest.importorskip(  # only this file: without launch_testing its pytest plugin is absent
+    "launch_testing", reason="launch_testing is not installed here (it comes with ROS 2; CI installs "
+                             "../shared/ros-tools); test_launch_twin.py runs the same checks without launch")
 
 import launch  # noqa: E402
 import launch_testing.actions  # noqa: E402
+import launch_testing.asserts  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 
-from binpick_sim.paths import share_dir  # noqa: E402
-
-from launch_checks import CHECKS, NAMESPACE, make_client  # noqa: E402
-
-
-def robot_state_publisher_installed() -> bool:
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        get_package_share_directory("robot_state_publisher")
-        return True
-    except PackageNotFoundError:
-        return False
+from launch_checks import CHECKS, make_client  # noqa: E402
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    arguments = {"namespace": NAMESPACE.strip("/"), "realtime_factor": "0.0", "rviz": "false", "gui": "false",
-                 "publish_description": str(robot_state_publisher_installed()).lower()}
-    included = launch.actions.IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(str(share_dir() / "launch" / "sim.launch.py")),
-        launch_arguments=arguments.items())
-    return launch.LaunchDescription([included, launch_testing.actions.ReadyToTest()])
+    ros_env.prefixes()  # binpick_sim and robot_state_publisher in the ament index, as in a sourced workspace
+    from ament_index_python.packages import get_package_share_directory
+
+    launch_file = Path(get_package_share_directory("binpick_sim")) / "launch" / "sim.launch.py"
+    workspace = [launch.actions.SetEnvironmentVariable("PYTHONPATH", ":".join(ros_env.python_path()))]
+    return launch.LaunchDescription(workspace + [  # no launch arguments: the defaults, as a user starts it
+        launch.actions.IncludeLaunchDescription(PythonLaunchDescriptionSource(str(launch_file))),
+        launch_testing.actions.ReadyToTest()])
 
 
 class TheLaunchedSimulation(unittest.TestCase):
@@ -45,7 +52,7 @@ class TheLaunchedSimulation(unittest.TestCase):
 
         cls.context = Context()
         rclpy.init(context=cls.context)
-        cls.client = make_client(cls.context)
+        cls.client = make_client(cls.context, namespace="")
 
     @classmethod
     def tearDownClass(cls):
@@ -59,8 +66,22 @@ class TheLaunchedSimulation(unittest.TestCase):
             with self.subTest(check=check.__name__):
                 check(self.client)
 
+    def test_robot_state_publisher_got_the_cells_description(self):
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_msgs.msg import String
+
+        from binpick_sim.config import load_config
+        from binpick_sim.description import cell_description
+        from binpick_sim.paths import default_config
+
+        received = []
+        self.client.node.create_subscription(String, "robot_description", lambda m: received.append(m.data),
+                                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self.client.spin_until(lambda: received, 60, "robot_description from robot_state_publisher")
+        self.assertEqual(received[0], cell_description(load_config(default_config())))
+
 
 @launch_testing.post_shutdown_test()
 class AfterShutdown(unittest.TestCase):
-    def test_the_simulation_exits_cleanly(self, proc_info):
+    def test_every_process_exits_cleanly(self, proc_info):
         launch_testing.asserts.assertExitCodes(proc_info)

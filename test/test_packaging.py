@@ -1,6 +1,7 @@
 """The ROS user's path: `colcon build` installs the package the way `ros2 run` / `ros2 launch` expect,
 and the installed executable runs from the install tree with its shared files."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,3 +57,18 @@ def test_installed_executable_runs_from_the_install_tree(install, ros_context):
         process.terminate()
         output, _ = process.communicate(timeout=10)
     assert process.returncode == 0, output
+
+
+def test_colcon_test_runs_the_package_tests(install):
+    """`colcon test` finds pytest as the package's test runner (setup.py's test extra) and runs its tests;
+    here one quick file, to keep the suite short (a user's `colcon test` runs them all)."""
+    workspace = install.parent.parent
+    subprocess.run([str(COLCON), "test", "--packages-select", "binpick_sim", "--event-handlers", "console_direct-",
+                    "--pytest-args", "test/test_config.py"], cwd=workspace, capture_output=True, text=True,
+                   timeout=300)
+    summary = subprocess.run([str(COLCON), "test-result", "--all", "--verbose"], cwd=workspace, capture_output=True,
+                             text=True, timeout=60).stdout
+    match = re.search(r"Summary: (\d+) tests, (\d+) errors, (\d+) failures, (\d+) skipped", summary)
+    assert match, summary
+    tests, errors, failures, _ = map(int, match.groups())
+    assert tests > 10 and errors == failures == 0, summary

@@ -1,21 +1,26 @@
-"""The FollowJointTrajectory and GripperCommand actions MoveIt uses. They need control_msgs, which
-comes with a ROS 2 install (ros2_control); without it this file is skipped and the same follower is
-tested through arm/joint_trajectory (test_planner_topics.py)."""
+"""The FollowJointTrajectory and GripperCommand actions MoveIt uses, against the real control_msgs
+(a ROS 2 install's ros2_control; CI installs ../shared/ros-tools). Without it these tests skip naming
+it, and test_planner_topics.py tests the same follower through arm/joint_trajectory. No module-level
+skip: launch_testing's pytest plugin imports every test file, and one would skip the whole folder."""
 import numpy as np
 import pytest
+from builtin_interfaces.msg import Duration
+from rclpy.action import ActionClient
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-pytest.importorskip("control_msgs", reason="control_msgs is not installed (it comes with ros2_control); "
-                                            "test_planner_topics.py tests the same trajectory follower")
-
-from builtin_interfaces.msg import Duration  # noqa: E402
-from control_msgs.action import FollowJointTrajectory, GripperCommand  # noqa: E402
-from control_msgs.msg import GripperCommand as GripperTarget  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
-
-from binpick_sim.arm import JOINT_NAMES  # noqa: E402
+import ros_env
+from binpick_sim.arm import JOINT_NAMES
 
 ARM = list(JOINT_NAMES[:7])
+pytestmark = pytest.mark.skipif(ros_env.missing("control_msgs") is not None,
+                                reason=f"{ros_env.missing('control_msgs')}; test_planner_topics.py tests the "
+                                       "same trajectory follower")
+
+
+def control_msgs():
+    from control_msgs import action, msg
+
+    return action.FollowJointTrajectory, action.GripperCommand, msg.GripperCommand
 
 
 def send(client, action, name, goal, timeout=60):
@@ -32,12 +37,14 @@ def send(client, action, name, goal, timeout=60):
 
 
 def trajectory_goal(names, positions, seconds):
+    FollowJointTrajectory, _, _ = control_msgs()
     points = [JointTrajectoryPoint(positions=list(map(float, p)), time_from_start=Duration(sec=int(s),
                                    nanosec=int(s % 1 * 1e9))) for p, s in zip(positions, seconds)]
     return FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=names, points=points))
 
 
 def test_a_trajectory_goal_succeeds_at_its_end(client, stack):
+    FollowJointTrajectory, _, _ = control_msgs()
     goal_position = stack.sim.arm.home[:7] + [0.3, -0.2, 0.1, 0.2, 0, 0.1, 0]
     result = send(client, FollowJointTrajectory, "panda_arm_controller/follow_joint_trajectory",
                   trajectory_goal(ARM, [goal_position], [1.0]))
@@ -46,6 +53,7 @@ def test_a_trajectory_goal_succeeds_at_its_end(client, stack):
 
 
 def test_bad_trajectory_goals_are_rejected(client, stack):
+    FollowJointTrajectory, _, _ = control_msgs()
     good = list(stack.sim.arm.home[:7])
     for goal in (trajectory_goal(ARM[:6] + ["elbow"], [good], [1.0]), trajectory_goal(ARM, [good, good], [2.0, 1.0]),
                  trajectory_goal(ARM, [[float("nan")] * 7], [1.0]), trajectory_goal([], [], [])):
@@ -53,6 +61,7 @@ def test_bad_trajectory_goals_are_rejected(client, stack):
 
 
 def test_the_gripper_command_closes_on_nothing_and_opens(client, stack):
+    _, GripperCommand, GripperTarget = control_msgs()
     closed = send(client, GripperCommand, "panda_hand_controller/gripper_cmd",
                   GripperCommand.Goal(command=GripperTarget(position=0.0, max_effort=20.0)))
     assert closed.reached_goal and closed.position < 0.002

@@ -58,9 +58,10 @@ class ReasoningNode(Node):
                 response.success, response.message = True, json.dumps({"stamp": self.sim.world.time, **answer})
                 self.answered += 1
             except (KeyError, ValueError) as exc:  # the question cannot be answered as asked
-                response.success, response.message = False, f"reasoning/{query}: {exc.args[0] if exc.args else exc}"
+                reason = str(exc.args[0] if exc.args else exc)
+                response.success, response.message = False, f"reasoning/{query}: {reason}"
                 self.failed += 1
-                self.diagnostics.reject(f"reasoning/{query}", response.message)
+                self.diagnostics.reject(f"reasoning/{query}", reason)
             except Exception as exc:  # a fault of ours: say so, keep serving
                 response.success, response.message = False, f"reasoning/{query}: internal error: {exc!r}"
                 self.failed += 1

@@ -23,7 +23,7 @@ class SimProcess:
 
     def __init__(self, parameters: dict[str, object] | None = None, log: Path | None = None, env=None,
                  namespace: str = ""):
-        command = [sys.executable, "-m", "binpick_sim.nodes.stack", *ros_args(parameters or {}, namespace)]
+        command = [sys.executable, "-m", "binpick_sim.nodes.entry", *ros_args(parameters or {}, namespace)]
         self.log_file = open(log, "w") if log else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
 

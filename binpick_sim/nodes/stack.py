@@ -2,15 +2,22 @@
 client, the way a component container would hold them."""
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
+import time
 
 import rclpy
 from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.utilities import get_default_context
 
 from ..config import ConfigError
+from ..controllers import CONTROLLER_KINDS
+from .entry import INTERRUPTED
 from .arm_node import ArmNode
 from .camera_node import CameraNode
 from .reasoning_node import ReasoningNode
@@ -28,6 +35,7 @@ class SimStack:
         def options(name: str) -> dict:
             return {"context": context, "parameter_overrides": parameters.get(name, [])}
 
+        check_start_parameters(options("arm"))  # before seconds of world building
         self.world = WorldNode(**options("world"))
         self.sim, self.loop = self.world.sim, self.world.loop
         owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
@@ -76,17 +84,76 @@ class SimStack:
         self.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
+def check_start_parameters(arm_options: dict) -> None:
+    """Refuse a bad read-only parameter of a node built after the world (the arm's `controller`) before
+    the world is built and settled, rather than seconds later. The probe takes the arm node's name so
+    that node-specific overrides (`-p arm:controller:=osc`) reach it too."""
+    probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
     try:
-        stack = SimStack()
+        kind = probe.declare_parameter("controller", "none").value
+    finally:
+        probe.destroy_node()
+    if kind not in CONTROLLER_KINDS:
+        raise ValueError(f"parameter controller: unknown controller {kind!r} (known: {', '.join(CONTROLLER_KINDS)})")
+
+
+PARENT_POLL = 0.2  # s between two looks at the parent process
+
+
+def exit_with_parent(enabled: threading.Event) -> None:
+    """SIGTERM this process (the same clean path as `kill`) once the process that started it is gone, so
+    a killed launch, gym env or test never leaves a simulation stepping on the user's ROS domain.
+    getppid() changes when the parent dies whoever it was; PR_SET_PDEATHSIG would instead fire when the
+    parent's starting *thread* ends. `enabled` is cleared by the world's exit_with_parent:=false."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        if enabled.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
+            try:  # the parent may have held the other end of stderr (launch does): then nobody reads it
+                print(f"binpick_sim: the parent process ({parent}) is gone; stopping", file=sys.stderr, flush=True)
+            except OSError:
+                pass
+
+    if parent != 1:
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until Ctrl-C or SIGTERM (exit 0). A bad scene file or parameter: one line, exit 2. Ctrl-C
+    (or the parent's death) while starting: one line, exit 130."""
+    watching = threading.Event()
+    watching.set()
+    exit_with_parent(watching)
+    context = get_default_context()  # the default context gets rclpy's SIGINT/SIGTERM handlers
+    try:
+        rclpy.init(args=argv if argv is not None else sys.argv, context=context)
+        stack = SimStack(context)
+        if not stack.world.exit_with_parent:
+            watching.clear()
+    except KeyboardInterrupt:
+        return _interrupted(context)
     except (ConfigError, ParameterException, ValueError) as exc:
+        if not context.ok():
+            return _interrupted(context)
         print(f"binpick_sim: cannot start: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
+        rclpy.try_shutdown(context=context)
         return 2
+    except Exception:
+        if not context.ok():  # Ctrl-C shut the context down under a node being built
+            return _interrupted(context)
+        raise
     stack.spin()
-    rclpy.try_shutdown()
+    rclpy.try_shutdown(context=context)
     return 0
+
+
+def _interrupted(context: Context) -> int:
+    print(INTERRUPTED, file=sys.stderr)
+    rclpy.try_shutdown(context=context)
+    return 130
 
 
 if __name__ == "__main__":

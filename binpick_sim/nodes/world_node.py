@@ -43,6 +43,8 @@ class WorldNode(Node):
                                          "under reasoning/) in this process.", read_only=True)
         lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
                            "observation after each request (for the gym envs).", read_only=True)
+        self.exit_with_parent = declare(self, "exit_with_parent", True, "Stop the sim process when the process "
+                                        "that started it (launch, a gym env, a shell) is gone.", read_only=True)
         self.keep_object_type = declare(self, "keep_object_type", False,
                                         "Refill the pick bin with the same object type at the next world/reset.")
 

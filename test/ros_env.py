@@ -1,0 +1,115 @@
+"""The ROS environment the tests that use the real ROS tools need (launch, launch_testing, ros2cli,
+control_msgs — on a ROS 2 install, or from ../shared/ros-tools in CI).
+
+- `missing(...)`: the reason to skip, naming what is not installed, on a plain machine.
+- `isolate()`: a ROS domain of this test process's own and DDS on loopback (before rclpy starts).
+- `prefixes()`: ament prefixes in which `ros2 run/launch binpick_sim`, launch_ros and the ament index
+  find this package — a real `colcon build` of this checkout, as a ROS user's workspace has it, unless
+  the package is already installed (a sourced workspace) — and stand-ins for the C++ executables the
+  launch file starts (robot_state_publisher, rviz2, see stand_ins/) where the real ones are absent.
+- `shell_env()`: the environment of a terminal that has sourced that workspace.
+"""
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+STAND_INS = Path(__file__).resolve().parent / "stand_ins"
+VENV_BIN = Path(sys.executable).parent
+HINT = "it comes with ROS 2; CI installs ../shared/ros-tools"
+
+
+def missing(*modules: str) -> str | None:
+    """Why a test cannot run here (the Python modules it needs that are not installed), or None."""
+    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    return f"needs {', '.join(absent)} ({HINT})" if absent else None
+
+
+def isolate() -> None:
+    """A ROS domain of this process's own (parallel runs and a user's stack are not heard) on loopback."""
+    os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if (Path(sys.prefix) / "share" / "ament_index").is_dir():  # the venv is the ROS wheels' ament prefix
+        _prepend("AMENT_PREFIX_PATH", sys.prefix, os.environ)
+
+
+def _installed(package: str) -> bool:
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        get_package_prefix(package)
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+_PREFIXES: list[Path] | None = None
+
+
+def prefixes() -> list[Path]:
+    """Build (once per process) and put on AMENT_PREFIX_PATH what the launch file and `ros2` need."""
+    global _PREFIXES
+    if _PREFIXES is None:
+        base = Path(tempfile.mkdtemp(prefix="binpick_ament_"))
+        atexit.register(shutil.rmtree, base, ignore_errors=True)
+        _PREFIXES = []
+        if not _installed("binpick_sim"):
+            _PREFIXES.append(colcon_build(REPO, base / "ws"))
+        for package, executable in (("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2")):
+            if not _installed(package):
+                _PREFIXES.append(stand_in(package, executable, base / "stand_ins"))
+        for prefix in reversed(_PREFIXES):
+            _prepend("AMENT_PREFIX_PATH", str(prefix), os.environ)
+    return _PREFIXES
+
+
+def colcon_build(source: Path, workspace: Path) -> Path:
+    """`colcon build` of the package at `source`, as a user's workspace would; its install prefix."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([str(VENV_BIN / "colcon"), "--log-base", str(workspace / "log"), "build",
+                             "--base-paths", str(source), "--build-base", str(workspace / "build"),
+                             "--install-base", str(workspace / "install"), "--event-handlers", "console_direct-"],
+                            cwd=workspace, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f"colcon build failed:\n{result.stdout}\n{result.stderr}")
+    return workspace / "install" / "binpick_sim"
+
+
+def stand_in(package: str, executable: str, root: Path) -> Path:
+    """An ament prefix holding `lib/<package>/<executable>`: the stand-in script run by this Python."""
+    prefix = root / package
+    marker = prefix / "share" / "ament_index" / "resource_index" / "packages" / package
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("")
+    script = prefix / "lib" / package / executable
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f"#!{sys.executable}\n" + (STAND_INS / f"{executable}.py").read_text())
+    script.chmod(0o755)
+    return prefix
+
+
+def python_path() -> list[str]:
+    """The site-packages folders of the prefixes, as `source install/setup.bash` adds them."""
+    return [str(p) for prefix in prefixes() for p in (prefix / "lib").glob("python3*/site-packages")]
+
+
+def shell_env() -> dict[str, str]:
+    """A terminal's environment after `source install/setup.bash` of the workspace (and the venv)."""
+    prefixes()
+    env = dict(os.environ)
+    for folder in python_path():
+        _prepend("PYTHONPATH", folder, env)
+    _prepend("PATH", str(VENV_BIN), env)
+    return env
+
+
+def _prepend(name: str, value: str, env) -> None:
+    parts = [p for p in env.get(name, "").split(os.pathsep) if p and p != value]
+    env[name] = os.pathsep.join([value, *parts])

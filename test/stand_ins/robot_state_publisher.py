@@ -1,0 +1,37 @@
+"""Stand-in for robot_state_publisher where the real one (C++, not on the registry) is not installed:
+the tests put it in a temporary ament prefix so that `sim.launch.py` runs unchanged. Like the real one it
+takes the URDF in its `robot_description` parameter, refuses to start without one it can parse (exit 1,
+naming the reason), and publishes it on `robot_description` (transient local) for whoever joins later."""
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import String
+from urdf_parser_py.urdf import URDF
+
+
+def main() -> int:
+    rclpy.init(args=sys.argv)
+    node = rclpy.create_node("robot_state_publisher")
+    description = node.declare_parameter("robot_description", "").value
+    try:
+        robot = URDF.from_xml_string(description.encode())
+        root = robot.get_root()
+    except Exception as exc:  # what the real one does with a bad description: say why, stop
+        print(f"robot_state_publisher (stand-in): robot_description is not a URDF: {exc}", file=sys.stderr)
+        return 1
+    publisher = node.create_publisher(String, "robot_description",
+                                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    publisher.publish(String(data=description))
+    node.get_logger().info(f"got robot_description: {len(robot.links)} links, root {root}")
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
