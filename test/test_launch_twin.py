@@ -1,6 +1,7 @@
 """The launch_testing checks without launch: the same `sim` executable with the parameters
 sim.launch.py gives it, in the same namespace, and the description executable robot_state_publisher
 would be fed from."""
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -62,3 +63,13 @@ def test_the_ros2_control_block_follows_the_namespace():
     assert topics() == {"joint_commands_topic": "/arm/joint_commands", "joint_states_topic": "/binpick/joint_states"}
     assert topics("--ros-args", "-r", "__ns:=/cell1") == topics("--namespace", "cell1") == {
         "joint_commands_topic": "/cell1/arm/joint_commands", "joint_states_topic": "/cell1/binpick/joint_states"}
+
+
+def test_the_readme_lists_every_launch_argument():
+    from binpick_sim.paths import share_dir
+
+    declared = re.findall(r'^\s+\("(\w+)", ', (share_dir() / "launch" / "sim.launch.py").read_text(), re.M)
+    readme = (share_dir() / "README.md").read_text()
+    table = readme[readme.index("| argument | default | meaning |"):]
+    table = table[:table.index("\n\n")]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == declared

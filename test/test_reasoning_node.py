@@ -83,13 +83,15 @@ def test_reachable_and_blocking(cell):
     assert neighbour in ask(client, "blocking")["objects"][near]
 
 
-def test_unknown_objects_and_bad_parameters_get_clear_failures(cell):
+def test_unknown_objects_and_bad_parameters_get_clear_failures(cell, capfd):
     stack, client = cell
     place(stack, [0.3, 0.6, 0.02])
     assert all(r.successful for r in set_parameters(client, objects=["object_9999"]))
     for query in ("stable", "visible", "occluding", "reachable", "blocking"):
         answer = client.call(f"reasoning/{query}")
         assert not answer.success and "object_9999" in answer.message, query
+    log = capfd.readouterr().err  # the node's warnings name the service once
+    assert "reasoning/stable: rejected, " in log and "rejected, reasoning/" not in log, log
     every = Parameter("objects", Parameter.Type.STRING_ARRAY, [])  # an empty list has no type of its own
     assert all(r.successful for r in set_parameters(client, objects=every))
     refused = [("camera_orientation", [0.0, 0.0, 0.0, 2.0]), ("camera_position", [0.0, float("nan"), 1.0]),
