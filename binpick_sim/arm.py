@@ -86,6 +86,7 @@ class FrankaArm:
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
                               self.home, self.grasp_link, self.joints)
         self.controller: Callable[[], None] | None = None
+        self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
         world.add_step_hooks(before=self._run_controller)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
@@ -208,9 +209,12 @@ class FrankaArm:
         """
         delta = np.asarray(delta, dtype=float)
         position, _ = self.ee_pose()
-        target = position + delta[:3]
+        asked = position + delta[:3]
+        target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target)
+        target = self.solver.bound(target)
+        self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
         yaw = self.ee_yaw() + delta[3]
         q = self.ik(target, yaw)
         if delta[4] != 0:

@@ -121,6 +121,8 @@ class ArmNode(Node):
             self.take_over()
             self.torque_controller.engage()
         self.torque_controller.set_goal(action)
+        if self.torque_controller.clipped:
+            self.diagnostics.clip(CONTROLLER_TOPIC, "an action outside the controller's limits was")
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
         if self.refused(TRAJECTORY_TOPIC):
@@ -189,6 +191,8 @@ class ArmNode(Node):
     def apply_delta(self, delta) -> None:
         self.take_over()
         self.arm.set_position_targets(self.arm.delta_targets(delta))
+        if self.arm.delta_clipped:
+            self.diagnostics.clip(DELTA_TOPIC, "a grasp target outside the workspace (or the arm's reach) was")
 
     def start_trajectory(self, trajectory: Trajectory, start: float) -> None:
         self.take_over()
