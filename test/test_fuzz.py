@@ -145,3 +145,104 @@ def test_workspace_and_controller_clips_are_counted(ros_context, controller_stac
         still_stepping(client)
     finally:
         client.close()
+
+
+# --- 2: request ids at finite extremes --------------------------------------------------------------------
+
+@pytest.fixture
+def robot_stack(ros_context):
+    """In-process stack serving the time-indexed robot interface, no camera."""
+    from binpick_sim.nodes.stack import SimStack
+
+    with SimStack(ros_context, {"world": parameters(robot_interface=True, realtime_factor=0.0, camera=False)}) as s:
+        yield s
+
+
+def answers(client, publisher, data):
+    """Publish one action and return robot/accepted's answer [id, t]."""
+    client.latest.pop("robot/accepted", None)
+    publisher.publish(Float64MultiArray(data=[float(v) for v in data]))
+    client.spin_until(lambda: "robot/accepted" in client.latest, 30, "an answer on robot/accepted")
+    return list(client.latest["robot/accepted"].data)
+
+
+def test_request_ids_that_no_int64_can_echo_are_refused_not_fatal(ros_context, robot_stack):
+    from std_msgs.msg import Int64MultiArray
+
+    from binpick_sim.robot_interface import DEFAULT_KP, MAX_KP
+
+    client = SimClient("fuzz_ids", context=ros_context, topics={"robot/accepted": Int64MultiArray})
+    try:
+        publisher = client.node.create_publisher(Float64MultiArray, "robot/desired_actions", 10)
+        client.spin_until(lambda: publisher.get_subscription_count() > 0, 30, "the robot node")
+        zero = [0.0] * 9 + [float("nan")] * 27
+        for bad in (1e300, -1e300, 2.0 ** 63, float("nan"), float("inf"), -3.0, 2.5):
+            assert answers(client, publisher, [bad] + zero) == [-1, -1], bad
+        backend = next(n for n in robot_stack.nodes if n.get_name() == "robot").backend
+        assert backend.current() == -1  # none of them was taken
+        # 3 (b): gains beyond MAX_KP / MAX_KD are refused; positions at +-1e308 pull to the joint limits
+        home = robot_stack.sim.arm.home
+        assert answers(client, publisher, [5.0] + [0.0] * 9 + [HUGE] * 9 + [HUGE] * 18) == [5, -1]
+        assert answers(client, publisher, [6.0] + [0.0] * 9 + list(home) + list(MAX_KP * 1.01) + [1.0] * 9) == [6, -1]
+        ok = answers(client, publisher, [2.0 ** 53] + [0.0] * 9 + [HUGE, -HUGE] * 4 + [HUGE]
+                     + list(MAX_KP) + [float("nan")] * 9)
+        assert ok[0] == 2 ** 53 and ok[1] >= 0
+        backend.observations.wait_for(ok[1] + 300, timeout=60)
+        position, velocity, _ = robot_stack.loop.run(robot_stack.sim.arm.joint_states)
+        assert np.all(np.isfinite(position)) and np.all(np.isfinite(velocity))
+        assert np.all(backend.applied.get(ok[1] + 300).torque <= backend.torque_limits)
+        assert DEFAULT_KP[0] < MAX_KP[0]
+    finally:
+        client.close()
+
+
+# --- 3: nothing accepted makes the world NaN; world/reset brings back a sane one ------------------------------
+
+def test_trajectory_velocities_are_checked_against_the_velocity_limits(sim):
+    from binpick_sim.trajectory import BadTrajectory, Trajectory
+
+    limits = sim.arm.limits
+    names = ["panda_joint1", "panda_joint2"]
+    q = sim.arm.joint_states()[0][:2]
+    for velocity in (HUGE, 100.0, -limits.velocity[0] * 1.01):
+        with pytest.raises(BadTrajectory, match="velocity .* above its limit"):
+            Trajectory.parse(names, [1.0], [q], [[velocity, 0.0]], limits.lower, limits.upper, limits.velocity)
+    ok = Trajectory.parse(names, [1.0], [q], [[limits.velocity[0], 0.0]], limits.lower, limits.upper,
+                          limits.velocity)
+    assert ok.velocities[0, 0] == limits.velocity[0]
+
+
+def test_a_trajectory_with_huge_velocities_is_rejected_and_counted_over_ros(ros_context, controller_stack):
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    client = SimClient("fuzz_trajectory", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        status = statuses(client)
+        client.wait_for_topics(["joint_states"], timeout=30)
+        before = client.joint_positions()
+        publisher = client.node.create_publisher(JointTrajectory, "arm/joint_trajectory", 10)
+        client.spin_until(lambda: publisher.get_subscription_count() > 0, 30, "arm/joint_trajectory")
+        point = JointTrajectoryPoint(positions=list(before[:7]), velocities=[HUGE] * 7,
+                                     time_from_start=Duration(sec=1))
+        publisher.publish(JointTrajectory(joint_names=[f"panda_joint{i}" for i in range(1, 8)], points=[point]))
+        client.spin_until(lambda: int(status("/arm").get("rejected[arm/joint_trajectory]", 0)) == 1, 30,
+                          "the rejection counted")
+        still_stepping(client, 120)
+        assert np.abs(client.joint_positions() - before).max() < 0.01
+    finally:
+        client.close()
+
+
+def test_world_reset_rebuilds_an_arm_that_a_nan_reached(sim):
+    """The only way left to poison the arm is PyBullet directly; reset still brings it home, holding."""
+    arm, c = sim.arm, sim.world.client
+    body = arm.body
+    c.setJointMotorControlArray(arm.body, arm.joints, c.TORQUE_CONTROL, forces=[float("nan")] * 9)
+    sim.world.step(5)
+    assert np.isnan(arm.joint_states()[0]).all()
+    sim.reset(seed=1)
+    sim.world.step(240)
+    position, velocity, _ = arm.joint_states()
+    assert arm.body == body and np.abs(position - arm.home).max() < 0.01 and np.abs(velocity).max() < 0.05
+    assert np.all(np.isfinite(arm.finger_forces()))

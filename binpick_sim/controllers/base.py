@@ -153,7 +153,8 @@ class Controller:
     def step(self) -> None:
         """One physics step of control: read the arm, compute, compensate, clip, apply."""
         self.state = self.read_state()
-        self.torques = self.clip_torques(self.run_controller() + self.torque_compensation)
+        # nan_to_num: an overflow in the dynamics (huge gains) sends the limit torque, never NaN, to PyBullet
+        self.torques = self.clip_torques(np.nan_to_num(self.run_controller() + self.torque_compensation))
         c, arm = self.world.client, self.arm
         c.setJointMotorControlArray(arm.body, arm.joints[:7], c.TORQUE_CONTROL, forces=self.torques.tolist())
 
