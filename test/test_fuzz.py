@@ -246,3 +246,66 @@ def test_world_reset_rebuilds_an_arm_that_a_nan_reached(sim):
     position, velocity, _ = arm.joint_states()
     assert arm.body == body and np.abs(position - arm.home).max() < 0.01 and np.abs(velocity).max() < 0.05
     assert np.all(np.isfinite(arm.finger_forces()))
+
+
+# --- 4: one check for a parameter, at start-up and at run time, with its range in the descriptor ------------
+
+def start(*arguments, timeout=90):
+    """Start the sim executable with `-p` arguments; the CompletedProcess (it must exit by itself)."""
+    command = [sys.executable, "-m", "binpick_sim.nodes.stack", "--ros-args", "-p", "camera:=false"]
+    for argument in arguments:
+        command += ["-p", argument]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("arguments, name", [
+    (["realtime_factor:=-1.0"], "realtime_factor"), (["realtime_factor:=-1"], "realtime_factor"),
+    (["realtime_factor:=.nan"], "realtime_factor"), (["realtime_factor:=1e-300"], "realtime_factor"),
+    (["arm:publish_rate:=.nan"], "publish_rate"), (["arm:velocity_timeout:=.nan"], "velocity_timeout"),
+    (["robot_interface:=true", "robot:max_action_repetitions:=-1"], "max_action_repetitions"),
+    (["reasoning:=true", "reasoning:render_width:=0"], "render_width"),
+    (["reasoning:=true", "reasoning:camera_orientation:=[0.0,0.0,0.0,0.0]"], "camera_orientation"),
+    (["reasoning:=true", "reasoning:gripper_link:=nope"], "gripper_link"),
+])
+def test_bad_parameters_stop_start_up_naming_them(arguments, name):
+    result = start(*arguments)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert name in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
+
+
+@pytest.fixture
+def reasoning_stack(ros_context):
+    from binpick_sim.nodes.stack import SimStack
+
+    with SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=False, reasoning=True)}) as s:
+        yield s
+
+
+def test_run_time_sets_get_the_same_checks_and_the_descriptors_show_the_ranges(ros_context, reasoning_stack):
+    client = SimClient("fuzz_params", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        client.wait_for_topics(["joint_states"], timeout=30)
+        for value in (1e-300, 1e-9, float("nan"), -1.0, 1e308, "fast"):
+            successful, reason = set_parameter(client, "world", "realtime_factor", value)
+            assert not successful and "realtime_factor" in reason, (value, reason)
+        assert reasoning_stack.loop.realtime_factor == 0.0
+        still_stepping(client)
+        assert set_parameter(client, "world", "realtime_factor", 2.0)[0]
+        assert reasoning_stack.loop.realtime_factor == 2.0
+        assert set_parameter(client, "world", "realtime_factor", 0)[0]  # an integer is a number too
+        for name, value in (("render_width", 0), ("render_height", 100_000), ("camera_orientation", [0.0] * 4),
+                            ("gripper_link", "nope"), ("positions", [0.0] * 3 * 257), ("reach_threshold", float("nan"))):
+            successful, reason = set_parameter(client, "reasoning", name, value)
+            assert not successful and name in reason, (name, reason)
+        for node, name, kind in (("world", "realtime_factor", "floating_point_range"),
+                                 ("world", "seed", "integer_range"), ("reasoning", "render_width", "integer_range"),
+                                 ("arm", "publish_rate", "floating_point_range")):
+            remote = AsyncParameterClient(client.node, node)
+            client.spin_until(remote.services_are_ready, 30, "parameter services")
+            future = remote.describe_parameters([name])
+            client.spin_until(future.done, 30, "describe answered")
+            descriptor = future.result().descriptors[0]
+            assert len(getattr(descriptor, kind)) == 1, (node, name, descriptor)
+            assert "Range:" in descriptor.description
+    finally:
+        client.close()

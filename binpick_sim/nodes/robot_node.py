@@ -27,6 +27,7 @@ STEP_LAYOUT = [("t", 1), ("timestamp_ms", 1), ("action_repetitions", 1), ("error
                ("position", N), ("velocity", N), ("torque", N), ("tip_force", 2),
                ("desired", ACTION_SIZE), ("applied", ACTION_SIZE)]
 REJECTED, IN_ERROR = -1, -2
+MAX_REPETITIONS = 10 ** 9  # about 11 days at 1 kHz
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53
 STEPS_QOS = QoSProfile(depth=1000)  # a whole buffer's worth, so a slow reader loses nothing
@@ -36,7 +37,7 @@ class RobotNode(Node):
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
         super().__init__("robot", **kwargs)
         repetitions = declare(self, "max_action_repetitions", 0, "Steps without a new action before the robot "
-                              "goes into error (0: never).", read_only=True)
+                              "goes into error (0: never).", read_only=True, low=0, high=MAX_REPETITIONS)
         gravity = declare(self, "gravity_compensation", True, "Add the torques that hold the arm up below the "
                           "interface, as the Panda's own controller does.", read_only=True)
         self.backend = RobotBackend(sim.arm, loop, repetitions, gravity)
