@@ -266,6 +266,9 @@ def start(*arguments, timeout=90):
     (["reasoning:=true", "reasoning:render_width:=0"], "render_width"),
     (["reasoning:=true", "reasoning:camera_orientation:=[0.0,0.0,0.0,0.0]"], "camera_orientation"),
     (["reasoning:=true", "reasoning:gripper_link:=nope"], "gripper_link"),
+    (["robot_interface:=true", "robot_interface_rate:=1e-300"], "robot_interface_rate"),
+    (["robot_interface_rate:=.nan"], "robot_interface_rate"), (["objects_rate:=.inf"], "objects_rate"),
+    (["seed:=-5"], "seed"),
 ])
 def test_bad_parameters_stop_start_up_naming_them(arguments, name):
     result = start(*arguments)
@@ -309,3 +312,94 @@ def test_run_time_sets_get_the_same_checks_and_the_descriptors_show_the_ranges(r
             assert "Range:" in descriptor.description
     finally:
         client.close()
+
+
+# --- 6: scene files are read within bounds, and every refusal names the file and the key --------------------
+
+def scene(tmp_path, name, mutate=None, text=None):
+    """A copy of the default scene file, changed by `mutate(data)` or replaced by `text` (str or bytes)."""
+    import yaml
+
+    from binpick_sim.paths import default_config
+
+    path = tmp_path / name
+    if text is None:
+        data = yaml.safe_load(default_config().read_text())
+        mutate(data)
+        text = yaml.safe_dump(data)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def setting(key, value):
+    def mutate(data):
+        *parents, last = key.split(".")
+        for part in parents:
+            data = data[part]
+        data[last] = value
+    return mutate
+
+
+def default_text():
+    from binpick_sim.paths import default_config
+
+    return default_config().read_text()
+
+
+BOMB = "\n".join(["x:", "  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+                 + [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)])
+BAD_SCENES = [  # (file name, mutation or text, what the message must say)
+    ("bomb_in_seed.yaml", default_text().replace("seed: 0", "seed: &s [1, 2]\n  gui: *s"), "aliases"),
+    ("bomb.yaml", BOMB, "aliases"),
+    ("bomb_in_options.yaml", default_text().replace("options: {}", "options: {kp: &k [1, 2], kd: *k}"), "aliases"),
+    ("nested.yaml", "[" * 100_000, "nested more than 32 deep"),
+    ("binary.yaml", b"\xff\xfe\x00\x01garbage\x80", "not UTF-8 text"),
+    ("huge.yaml", "a: " + "x" * (2 << 20), "larger than 1048576 bytes"),
+    ("solver.yaml", setting("simulation.solver_iterations", 2 ** 62), "simulation.solver_iterations: must be from 1 to 10000"),
+    ("seed.yaml", setting("simulation.seed", 2 ** 64), "simulation.seed: must be from 0 to 9223372036854775807"),
+    ("negative_seed.yaml", setting("simulation.seed", -5), "simulation.seed"),
+    ("objects.yaml", lambda d: d["scene"]["pick_bin"].update(min_objects=10 ** 6, max_objects=10 ** 6),
+     "scene.pick_bin.min_objects: must be from 0 to 200"),
+    ("objects_float.yaml", setting("scene.pick_bin.max_objects", 1e18), "scene.pick_bin.max_objects: expected an integer"),
+    ("settle.yaml", setting("scene.settle_steps", 10 ** 12), "scene.settle_steps: must be from 0 to 10000"),
+    ("camera.yaml", lambda d: d["camera"].update(width=100_000, height=100_000), "camera.width: must be from 1 to 4096"),
+    ("pixels.yaml", lambda d: d["camera"].update(width=4096, height=4096 + 1), "camera.height: must be from 1 to 4096"),
+    ("base.yaml", setting("arm.base_position", [1e308, 0.0, 0.0]), "arm.base_position[0]: must be from -100 to 100"),
+    ("kp_word.yaml", setting("controller", {"type": "joint_position", "options": {"kp": "high"}}),
+     "controller.options.kp: expected a number"),
+    ("kp_nan.yaml", lambda d: d.update(controller={"type": "osc", "options": {"kp": float("nan")}}),
+     "controller.options.kp: expected a finite number"),
+    ("big_int.yaml", setting("arm.gripper_open", 10 ** 400), "arm.gripper_open: expected a finite number"),
+    ("slow.yaml", setting("simulation.realtime_factor", 1e-300), "simulation.realtime_factor"),
+]
+
+
+@pytest.mark.parametrize("name, change, message", BAD_SCENES, ids=[c[0] for c in BAD_SCENES])
+def test_bad_scene_files_are_refused_at_once_naming_file_and_key(tmp_path, name, change, message):
+    import time
+
+    from binpick_sim.config import ConfigError, load_config
+
+    path = scene(tmp_path, name, **({"text": change} if isinstance(change, (str, bytes)) else {"mutate": change}))
+    began = time.monotonic()
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert time.monotonic() - began < 20  # "at once": the bombs used to take minutes (a generous bound)
+    text = str(error.value)
+    assert text.startswith(f"{path}: ") and message in text and len(text) < 600 and "\n" not in text, text
+
+
+def test_the_executable_exits_2_with_one_line_for_a_bomb_dev_zero_and_a_missing_display(tmp_path):
+    import os
+
+    bomb = scene(tmp_path, "bomb.yaml", text=BOMB)
+    for arguments, expected in (([f"config:={bomb}"], f"{bomb}: line"), (["config:=/dev/zero"], "/dev/zero: larger"),
+                                (["gui:=true"], "needs a display")):
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        command = [sys.executable, "-m", "binpick_sim.nodes.stack", "--ros-args"]
+        for argument in arguments:
+            command += ["-p", argument]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+        lines = [line for line in result.stderr.splitlines() if line.strip() and "pybullet build time" not in line]
+        assert result.returncode == 2 and expected in result.stderr, result.stderr[-2000:]
+        assert len(lines) == 1 and "Traceback" not in result.stderr, lines
