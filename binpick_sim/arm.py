@@ -47,8 +47,10 @@ def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
     if not names:
         raise error("no joint names")
     unknown = [n for n in names if n not in JOINT_NAMES]
-    if unknown:
-        raise error(f"unknown joint(s) {', '.join(map(repr, unknown))} (joints: {', '.join(JOINT_NAMES)})")
+    if unknown:  # quoted short: the names are the sender's text, of any length and number
+        quoted = ", ".join(repr(n[:40] + "...") if len(n) > 40 else repr(n) for n in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        raise error(f"unknown joint(s) {quoted}{more} (joints: {', '.join(JOINT_NAMES)})")
     if len(set(names)) != len(names):
         raise error("a joint is named twice")
     return names

@@ -403,3 +403,30 @@ def test_the_executable_exits_2_with_one_line_for_a_bomb_dev_zero_and_a_missing_
         lines = [line for line in result.stderr.splitlines() if line.strip() and "pybullet build time" not in line]
         assert result.returncode == 2 and expected in result.stderr, result.stderr[-2000:]
         assert len(lines) == 1 and "Traceback" not in result.stderr, lines
+
+
+# --- 7: a log line quotes a bounded part of what it refuses ---------------------------------------------------
+
+def test_a_trajectory_with_a_thousand_ten_kilobyte_names_makes_a_short_log_line(ros_context, tmp_path):
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    log = tmp_path / "sim.log"
+    sim = SimProcess({"realtime_factor": 0.0, "camera": False}, log=log)
+    client = SimClient("fuzz_log", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        status = statuses(client)
+        client.wait_for_topics(["joint_states"], timeout=60)
+        publisher = client.node.create_publisher(JointTrajectory, "arm/joint_trajectory", 10)
+        client.spin_until(lambda: publisher.get_subscription_count() > 0, 30, "arm/joint_trajectory")
+        names = [f"{i:04d}" + "x" * 10_000 for i in range(1000)]
+        publisher.publish(JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(positions=[0.0] * 1000)]))
+        publisher.publish(JointTrajectory(joint_names=["y" * 1_000_000], points=[JointTrajectoryPoint(positions=[0.0])]))
+        client.spin_until(lambda: int(status("/arm").get("rejected[arm/joint_trajectory]", 0)) == 2, 60,
+                          "both rejections counted")
+        still_stepping(client)
+    finally:
+        client.close()
+        sim.stop()
+    lines = log.read_text().splitlines()
+    assert any("arm/joint_trajectory: rejected, unknown joint" in line for line in lines)
+    assert max(len(line) for line in lines) < 2000
