@@ -430,3 +430,38 @@ def test_a_trajectory_with_a_thousand_ten_kilobyte_names_makes_a_short_log_line(
     lines = log.read_text().splitlines()
     assert any("arm/joint_trajectory: rejected, unknown joint" in line for line in lines)
     assert max(len(line) for line in lines) < 2000
+
+
+# --- 12: a step request is capped and can be cancelled ---------------------------------------------------------
+
+def test_step_requests_are_capped_and_cancellable(ros_context):
+    import time
+
+    from std_msgs.msg import UInt32
+
+    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.world_node import MAX_STEP_REQUEST
+
+    world = parameters(lockstep=True, camera=False, realtime_factor=0.0)
+    with SimStack(ros_context, {"world": world}) as stack:
+        client = SimClient("fuzz_steps", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+        try:
+            status = statuses(client)
+            stepper = client.node.create_publisher(UInt32, "world/step", 10)
+            client.spin_until(lambda: stepper.get_subscription_count() > 0, 30, "world/step")
+            count = lambda: stack.loop.run(lambda: stack.sim.world.step_count)  # noqa: E731
+            before = count()
+            stepper.publish(UInt32(data=2 ** 32 - 1))
+            client.spin_until(lambda: int(status("/world").get("rejected[world/step]", 0)) == 1, 30, "the refusal")
+            assert count() == before
+            stepper.publish(UInt32(data=MAX_STEP_REQUEST))
+            client.spin_until(lambda: count() > before, 30, "the capped request to start")
+            answer = client.call("world/cancel_steps")
+            assert answer.success and int(answer.message.split()[0]) > 0, answer.message
+            stopped = count()
+            time.sleep(0.5)
+            assert count() == stopped < before + MAX_STEP_REQUEST
+            stepper.publish(UInt32(data=10))
+            client.spin_until(lambda: count() == stopped + 10, 30, "a request after the cancel")
+        finally:
+            client.close()

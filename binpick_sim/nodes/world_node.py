@@ -17,6 +17,7 @@ from . import convert
 from .diagnostics import NodeDiagnostics
 from .params import MAX_RATE, MIN_RATE, declare
 
+MAX_STEP_REQUEST = 100_000  # physics steps one world/step may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
 MAX_SEED = 2 ** 63 - 1  # numpy's generators take any seed >= 0; a ROS integer parameter holds int64
 MIN_REALTIME_FACTOR, MAX_REALTIME_FACTOR = 0.01, 1000.0  # below 0.01 a step waits minutes; 1e-300 overflowed
 MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 10.0, 10000.0  # Hz
@@ -74,6 +75,7 @@ class WorldNode(Node):
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
         self.create_service(Trigger, "world/reset", self.on_reset)
         self.create_subscription(UInt32, "world/step", self.on_step, 10)
+        self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
         self.loop.every(self.sim.world.timestep, self.publish_clock)
         self.loop.every(1.0 / objects_rate, self.publish_objects)
@@ -126,7 +128,16 @@ class WorldNode(Node):
         if not self.loop.lockstep:
             self.diagnostics.reject("world/step", "the world runs on its own (start it with lockstep:=true)")
             return
+        if msg.data > MAX_STEP_REQUEST:
+            self.diagnostics.reject("world/step", f"{msg.data} steps asked, at most {MAX_STEP_REQUEST} per request")
+            return
         self.loop.advance(msg.data)
+
+    def on_cancel_steps(self, request, response):
+        """Drop the steps still owed to world/step requests; one observation follows, as after a request."""
+        dropped = self.loop.run(self.loop.cancel_steps)
+        response.success, response.message = True, f"{dropped} steps cancelled"
+        return response
 
     # --- run-time parameter changes (checked by params.declare first) --------------------------
     def set_realtime_factor(self, value: float) -> None:
