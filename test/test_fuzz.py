@@ -465,3 +465,57 @@ def test_step_requests_are_capped_and_cancellable(ros_context):
             client.spin_until(lambda: count() == stopped + 10, 30, "a request after the cancel")
         finally:
             client.close()
+
+
+# --- 8: queries are bounded so that they cannot stall the world, and stop quietly on Ctrl-C -----------------
+
+def test_expensive_visibility_queries_are_refused_and_cheap_ones_answered(ros_context, tmp_path):
+    from binpick_sim.nodes.reasoning_node import MAX_POSITIONS
+    from binpick_sim.nodes.stack import SimStack
+
+    crowded = scene(tmp_path, "crowded.yaml", mutate=lambda d: d["scene"]["pick_bin"].update(min_objects=30,
+                                                                                             max_objects=30))
+    world = parameters(realtime_factor=0.0, camera=False, reasoning=True, config=str(crowded))
+    with SimStack(ros_context, {"world": world}):
+        client = SimClient("fuzz_queries", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+        try:
+            client.wait_for_topics(["joint_states"], timeout=60)
+            for name, value in (("render_width", 640), ("render_height", 480)):
+                assert set_parameter(client, "reasoning", name, value)[0]
+            answer = client.call("reasoning/visible", timeout=60)
+            assert not answer.success and "render_width" in answer.message, answer.message
+            for name, value in (("render_width", 64), ("render_height", 48)):
+                assert set_parameter(client, "reasoning", name, value)[0]
+            answer = client.call("reasoning/visible", timeout=60)
+            assert answer.success and len(json.loads(answer.message)["objects"]) == 30
+            assert not set_parameter(client, "reasoning", "positions", [0.4, 0.0, 0.3] * (MAX_POSITIONS + 1))[0]
+            assert set_parameter(client, "reasoning", "positions", [0.4, 0.0, 0.3] * MAX_POSITIONS)[0]
+            answer = client.call("reasoning/reachable", timeout=60)
+            assert answer.success and len(json.loads(answer.message)["positions"]) == MAX_POSITIONS
+            still_stepping(client)
+        finally:
+            client.close()
+
+
+def test_ctrl_c_during_a_query_stops_cleanly(ros_context, tmp_path):
+    from std_srvs.srv import Trigger
+
+    from binpick_sim.nodes.reasoning_node import MAX_POSITIONS
+
+    log = tmp_path / "sim.log"
+    sim = SimProcess({"realtime_factor": 0.0, "camera": False, "reasoning": True}, log=log)
+    client = SimClient("fuzz_interrupt", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    try:
+        client.wait_for_topics(["joint_states"], timeout=60)
+        assert set_parameter(client, "reasoning", "positions", [0.4, 0.0, 0.3] * MAX_POSITIONS)[0]
+        service = client.node.create_client(Trigger, "reasoning/reachable")
+        client.spin_until(service.service_is_ready, 30, "reasoning/reachable")
+        pending = [service.call_async(Trigger.Request()) for _ in range(3)]
+        client.spin_for(0.3)  # the first query is running now (each takes about a second here)
+        sim.process.send_signal(signal.SIGINT)
+        code = sim.process.wait(30)
+    finally:
+        client.close()
+        sim.stop()
+    text = log.read_text()
+    assert code == 0 and "internal error" not in text and "Traceback" not in text, text[-3000:]

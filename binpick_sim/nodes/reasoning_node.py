@@ -19,6 +19,9 @@ from .diagnostics import NodeDiagnostics, bounded
 from .params import declare
 
 MIN_RENDER, MAX_RENDER = 8, 640  # px per side: a query renders once per object, all while the physics waits
+# A visible/occluding query renders (objects + 1) images with TinyRenderer, about 0.1 us a pixel here:
+# at most 5 million pixels in all (about half a second; 16 objects at 640 x 480) while the physics waits.
+MAX_QUERY_PIXELS = 640 * 480 * 16
 MAX_POSITIONS = 256  # extra points for reachable: about 2 ms of IK each, all while the physics waits
 QUERIES = ("stable", "contact", "visible", "occluding", "reachable", "blocking", "supporting")
 
@@ -69,6 +72,9 @@ class ReasoningNode(Node):
                 self.failed += 1
                 self.diagnostics.reject(f"reasoning/{query}", response.message)
             except Exception as exc:  # a fault of ours: say so, keep serving
+                if not self.context.ok():  # shutting down under the query (Ctrl-C): not a fault
+                    response.success, response.message = False, f"reasoning/{query}: shutting down"
+                    return response
                 response.success, response.message = False, f"reasoning/{query}: internal error: {exc!r}"
                 self.failed += 1
                 self.get_logger().error(response.message)
@@ -122,7 +128,13 @@ class ReasoningNode(Node):
             rotation = np.array(self.sim.world.client.getMatrixFromQuaternion([x, y, z, w])).reshape(3, 3)
             view = CameraView(np.array(self.value("camera_position")), rotation)
         view = CameraView(view.position, view.rotation, np.array(self.value("front_axis")))
-        return self.reasoner.visibility(view, self.value("render_width"), self.value("render_height"), self.names())
+        width, height, names = self.value("render_width"), self.value("render_height"), self.names()
+        pixels = width * height * (len(names) + 1)  # one render of the scene, one of each object alone
+        if pixels > MAX_QUERY_PIXELS:
+            raise ValueError(f"{len(names)} objects at {width}x{height} would render {pixels} pixels while the "
+                             f"physics waits, at most {MAX_QUERY_PIXELS}: lower render_width/render_height or "
+                             "name fewer objects (parameter objects)")
+        return self.reasoner.visibility(view, width, height, names)
 
     def value(self, name: str):
         try:
