@@ -519,3 +519,25 @@ def test_ctrl_c_during_a_query_stops_cleanly(ros_context, tmp_path):
         sim.stop()
     text = log.read_text()
     assert code == 0 and "internal error" not in text and "Traceback" not in text, text[-3000:]
+
+
+# --- 10: a second stack in the same namespace and domain is noticed, loudly, by both ------------------------
+
+def test_two_stacks_in_one_namespace_are_reported_by_both(ros_context, tmp_path):
+    import time
+
+    from binpick_sim.nodes.stack import SimStack
+
+    log = tmp_path / "first.log"
+    first = SimProcess({"realtime_factor": 0.0, "camera": False}, log=log)
+    try:
+        with SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=False)}) as second:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (second.world.other_worlds >= 1
+                                                       and "another simulation runs" in log.read_text()):
+                time.sleep(0.2)
+            assert second.world.other_worlds >= 1
+            assert second.world.figures()["other_stacks_in_namespace"] >= 1
+    finally:
+        first.stop()
+    assert "another simulation runs in namespace '/'" in log.read_text()

@@ -17,6 +17,7 @@ from . import convert
 from .diagnostics import NodeDiagnostics
 from .params import MAX_RATE, MIN_RATE, declare
 
+DUPLICATE_CHECK_PERIOD = 2.0  # wall seconds between two looks for another stack in this namespace
 MAX_STEP_REQUEST = 100_000  # physics steps one world/step may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
 MAX_SEED = 2 ** 63 - 1  # numpy's generators take any seed >= 0; a ROS integer parameter holds int64
 MIN_REALTIME_FACTOR, MAX_REALTIME_FACTOR = 0.01, 1000.0  # below 0.01 a step waits minutes; 1e-300 overflowed
@@ -77,6 +78,8 @@ class WorldNode(Node):
         self.create_subscription(UInt32, "world/step", self.on_step, 10)
         self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
+        self.other_worlds = 0  # world nodes of other stacks seen in this namespace (and ROS domain)
+        self.create_timer(DUPLICATE_CHECK_PERIOD, self.check_for_other_stacks)
         self.loop.every(self.sim.world.timestep, self.publish_clock)
         self.loop.every(1.0 / objects_rate, self.publish_objects)
         self.loop.when_settled(self.publish_clock)
@@ -150,9 +153,21 @@ class WorldNode(Node):
     def set_keep_object_type(self, value: bool) -> None:
         self.keep_object_type = value
 
+    def check_for_other_stacks(self) -> None:
+        """Two stacks in one namespace and domain interleave joint_states and share world/reset: say so,
+        loudly, for as long as it lasts (both see it; DDS discovery takes a moment, hence a timer)."""
+        me = (self.get_name(), self.get_namespace())
+        others = sum(1 for node in self.get_node_names_and_namespaces() if node == me) - 1
+        if others > 0 and others != self.other_worlds:
+            self.get_logger().error(
+                f"another simulation runs in namespace {me[1]!r} on this ROS domain ({others} more 'world' "
+                f"node(s)): their topics and services mix with these; stop one, or start it with another "
+                f"namespace (-r __ns:=/other) or ROS_DOMAIN_ID")
+        self.other_worlds = max(others, 0)
+
     def figures(self) -> dict:
         steps_per_second, realtime_factor = self.loop.rates()
         return {"sim_time": self.sim.world.time, "step_rate_hz": steps_per_second,
                 "realtime_factor": realtime_factor, "target_realtime_factor": self.loop.realtime_factor,
                 "objects": self.sim.scene.object_count, "episode": self.sim.scene.episode,
-                "publisher_failures": self.loop.failures}
+                "publisher_failures": self.loop.failures, "other_stacks_in_namespace": self.other_worlds}
