@@ -15,7 +15,7 @@ from std_srvs.srv import Trigger
 from ..loop import PhysicsLoop
 from ..reasoning import CameraView, Reasoner
 from ..sim import BinPickingSim
-from .diagnostics import NodeDiagnostics, bounded
+from .diagnostics import NodeDiagnostics
 from .params import declare
 
 MIN_RENDER, MAX_RENDER = 8, 640  # px per side: a query renders once per object, all while the physics waits
@@ -68,7 +68,7 @@ class ReasoningNode(Node):
                 response.success, response.message = True, json.dumps({"stamp": self.sim.world.time, **answer})
                 self.answered += 1
             except (KeyError, ValueError) as exc:  # the question cannot be answered as asked
-                response.success, response.message = False, bounded(f"reasoning/{query}: {exc.args[0] if exc.args else exc}")
+                response.success, response.message = False, f"reasoning/{query}: {exc.args[0] if exc.args else exc}"
                 self.failed += 1
                 self.diagnostics.reject(f"reasoning/{query}", response.message)
             except Exception as exc:  # a fault of ours: say so, keep serving
