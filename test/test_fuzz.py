@@ -599,6 +599,8 @@ def test_memory_over_resets_grows_only_by_what_pybullet_leaks_per_object_load():
 
 
 @pytest.mark.soak
-def test_memory_over_three_hundred_resets_soak():
+def test_memory_over_three_hundred_resets_soak(request):
+    if "soak" not in (request.config.option.markexpr or ""):
+        pytest.skip("a soak of minutes: run it with -m soak")
     ours, pybullet_alone, loads = reset_memory(300)
     assert ours <= 1.2 * pybullet_alone + 5.0, (ours, pybullet_alone, loads)
