@@ -47,8 +47,10 @@ def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
     if not names:
         raise error("no joint names")
     unknown = [n for n in names if n not in JOINT_NAMES]
-    if unknown:
-        raise error(f"unknown joint(s) {', '.join(map(repr, unknown))} (joints: {', '.join(JOINT_NAMES)})")
+    if unknown:  # quoted short: the names are the sender's text, of any length and number
+        quoted = ", ".join(repr(n[:40] + "...") if len(n) > 40 else repr(n) for n in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        raise error(f"unknown joint(s) {quoted}{more} (joints: {', '.join(JOINT_NAMES)})")
     if len(set(names)) != len(names):
         raise error("a joint is named twice")
     return names
@@ -60,19 +62,35 @@ class FrankaArm:
         self.config = config
         self.workspace = workspace
         c = world.client
-        orientation = c.getQuaternionFromEuler(np.radians(config.base_orientation_deg))
-        self.body = c.loadURDF("franka_panda/panda.urdf", config.base_position, orientation,
-                               useFixedBase=True,
-                               flags=c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS)
+        orientation = self.base_orientation = c.getQuaternionFromEuler(np.radians(config.base_orientation_deg))
+        self._load_body()
         self.link_index = {c.getJointInfo(self.body, j)[12].decode(): j for j in range(c.getNumJoints(self.body))}
         by_joint = {c.getJointInfo(self.body, j)[1].decode(): j for j in range(c.getNumJoints(self.body))}
         self.joints = [by_joint[name] for name in JOINT_NAMES]
         self.finger_joints = self.joints[7:]
         self.grasp_link = self.link_index[GRASP_TARGET_LINK]
         self.finger_links = [self.link_index[name] for name in FINGER_LINKS]
+        self._set_up_body()
         infos = [c.getJointInfo(self.body, j) for j in self.joints]
         self.limits = JointLimits(lower=np.array([i[8] for i in infos]), upper=np.array([i[9] for i in infos]),
                                   effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
+        self.home = self.limits.clip_position(config.home)
+        self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
+                              self.home, self.grasp_link, self.joints)
+        self.controller: Callable[[], None] | None = None
+        self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
+        world.add_step_hooks(before=self._run_controller)
+        self.reset()
+        self.tip_offset = self._measure_tip_offset()
+
+    def _load_body(self) -> None:
+        c = self.world.client
+        self.body = c.loadURDF("franka_panda/panda.urdf", self.config.base_position, self.base_orientation,
+                               useFixedBase=True,
+                               flags=c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS)
+
+    def _set_up_body(self) -> None:
+        c = self.world.client
         for link in self.finger_links:
             c.changeDynamics(self.body, link, lateralFriction=1.0, spinningFriction=0.001)
         # The real hand's fingers are mechanically coupled; a gear constraint makes them close
@@ -81,14 +99,22 @@ class FrankaArm:
                                   c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
         c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
         for j in self.finger_joints:
-            c.enableJointForceTorqueSensor(self.body, j, config.finger_force_sensors)
-        self.home = self.limits.clip_position(config.home)
-        self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
-                              self.home, self.grasp_link, self.joints)
-        self.controller: Callable[[], None] | None = None
-        world.add_step_hooks(before=self._run_controller)
-        self.reset()
-        self.tip_offset = self._measure_tip_offset()
+            c.enableJointForceTorqueSensor(self.body, j, self.config.finger_force_sensors)
+
+    def _reload_if_poisoned(self) -> None:
+        """A NaN that once reached PyBullet (a NaN torque) stays in the body for good: resetting its joints
+        and base leaves its motors dead. Such an arm is removed and loaded again, under the same body id
+        (PyBullet hands a freed id out again first; the camera and the reasoner keep it)."""
+        c = self.world.client
+        base = np.concatenate(c.getBasePositionAndOrientation(self.body))
+        if np.all(np.isfinite(base)) and all(np.isfinite(self.joint_states()[k]).all() for k in (0, 1)):
+            return
+        old = self.body
+        c.removeBody(old)
+        self._load_body()
+        if self.body != old:
+            raise RuntimeError(f"the reloaded arm got body id {self.body}, not {old}")
+        self._set_up_body()
 
     def _measure_tip_offset(self) -> float:
         """Height of the grasp target above the fingertips' lowest point, with the gripper pointing down
@@ -117,8 +143,9 @@ class FrankaArm:
     # --- state --------------------------------------------------------------------------------
     def reset(self) -> None:
         """Teleport to the home pose, at rest, with the motors holding it and the gripper open.
-        Any running controller is stopped."""
+        Any running controller is stopped; an arm made NaN is rebuilt first."""
         self.controller = None
+        self._reload_if_poisoned()
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
         self.gripper_open = True  # seed: reset leaves the gripper open
@@ -208,9 +235,12 @@ class FrankaArm:
         """
         delta = np.asarray(delta, dtype=float)
         position, _ = self.ee_pose()
-        target = position + delta[:3]
+        asked = position + delta[:3]
+        target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target)
+        target = self.solver.bound(target)
+        self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
         yaw = self.ee_yaw() + delta[3]
         q = self.ik(target, yaw)
         if delta[4] != 0:

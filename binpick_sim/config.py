@@ -3,6 +3,12 @@
 Validation happens once, at start-up, so that a typo or a wrong type fails with the key's
 dotted path instead of surfacing as a PyBullet error minutes later. Fields without a default
 are required; unknown keys are errors (they are almost always typos).
+
+A scene file is untrusted input, so reading it is bounded before anything is built: at most
+MAX_FILE_BYTES of UTF-8 text, YAML aliases refused (a "billion laughs" document expands a few lines
+into gigabytes), nesting at most MAX_DEPTH deep, and every number within its key's bounds (BOUNDS; a
+key not listed there: |x| <= MAX_FLOAT for reals, 0..MAX_INT for integers), so that no value can ask
+for minutes of loading, gigabytes of memory or an image the renderer cannot hold.
 """
 from __future__ import annotations
 
@@ -16,6 +22,46 @@ from typing import Literal
 import yaml
 
 Vec3 = tuple[float, float, float]
+
+MAX_FILE_BYTES = 1 << 20  # 1 MiB; the default scene file is 3 kB
+MAX_DEPTH = 32  # nesting of mappings and lists
+MAX_FLOAT = 1e6  # any real number in the file, unless BOUNDS says otherwise
+MAX_INT = 10 ** 9  # any integer in the file, unless BOUNDS says otherwise
+MAX_OBJECTS = 200  # per bin: loading and settling 200 objects takes seconds, 10**6 took minutes and GBs
+MAX_SEED = 2 ** 63 - 1  # the world node's seed parameter is an int64
+# (class, field) -> inclusive bounds of each number in it
+BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
+    ("SimulationConfig", "timestep"): (1e-5, 0.1),
+    ("SimulationConfig", "substeps"): (0, 100),
+    ("SimulationConfig", "solver_iterations"): (1, 10_000),
+    ("SimulationConfig", "gravity"): (-1000.0, 1000.0),
+    ("SimulationConfig", "seed"): (0, MAX_SEED),
+    ("SimulationConfig", "realtime_factor"): (0.0, 1000.0),
+    ("BinConfig", "position"): (-100.0, 100.0),
+    ("BinConfig", "orientation_deg"): (-360.0, 360.0),
+    ("BinConfig", "size"): (0.0, 10.0),
+    ("BinConfig", "wall_thickness"): (0.0, 1.0),
+    ("BinConfig", "min_objects"): (0, MAX_OBJECTS),
+    ("BinConfig", "max_objects"): (0, MAX_OBJECTS),
+    ("SceneConfig", "object_size_range"): (0.0, 0.5),
+    ("SceneConfig", "settle_steps"): (0, 10_000),
+    ("ArmConfig", "base_position"): (-100.0, 100.0),
+    ("ArmConfig", "base_orientation_deg"): (-360.0, 360.0),
+    ("ArmConfig", "home"): (-10.0, 10.0),
+    ("ArmConfig", "workspace_margin"): (0.0, 1.0),
+    ("ArmConfig", "position_tolerance"): (0.0, 1.0),
+    ("ArmConfig", "max_steps"): (1, 100_000),
+    ("ArmConfig", "finger_force"): (0.0, 1000.0),
+    ("CameraConfig", "position"): (-100.0, 100.0),
+    ("CameraConfig", "orientation_deg"): (-360.0, 360.0),
+    ("CameraConfig", "width"): (1, 4096),  # TinyRenderer crashed at 100000 x 100000
+    ("CameraConfig", "height"): (1, 4096),
+    ("CameraConfig", "near"): (0.0, 1000.0),
+    ("CameraConfig", "far"): (0.0, 1000.0),
+    ("TaskConfig", "grabs_to_terminate"): (1, MAX_OBJECTS),
+    ("TaskConfig", "collision_threshold"): (0.0, 1.0),
+    ("TaskConfig", "steps_per_action"): (1, 100_000),
+}
 
 
 class ConfigError(ValueError):
@@ -42,7 +88,8 @@ class SimulationConfig:
         _check(self.substeps >= 0, "substeps", "must be >= 0")
         _check(self.solver_iterations > 0, "solver_iterations", "must be > 0")
         _check(self.seed >= 0, "seed", "must be >= 0")
-        _check(self.realtime_factor >= 0, "realtime_factor", "must be >= 0 (0 = as fast as possible)")
+        _check(self.realtime_factor == 0 or self.realtime_factor >= 0.01, "realtime_factor",
+               "must be 0 (as fast as possible) or at least 0.01")
 
 
 @dataclass(frozen=True)
@@ -147,6 +194,29 @@ class ControllerConfig:
     type: Literal["none", "joint_position", "joint_velocity", "joint_torque", "osc", "ik"] = "none"
     options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
 
+    def __post_init__(self):
+        from .controllers.options import option_problems  # the controllers say what their options are
+
+        for name, value in self.options.items():
+            _check_option(value, f"options.{name}")
+        for name, problem in option_problems(self.type, self.options):
+            raise ConfigError(f"options.{name}: {problem}, got {_describe(self.options[name])}")
+
+
+def _check_option(value, key: str, depth: int = 0) -> None:
+    """A controller option is a finite number within MAX_FLOAT, a short string, true/false, null, or a short
+    list of those (kp: .nan once made every torque NaN); the controller checks its meaning."""
+    if isinstance(value, (list, tuple)):
+        _check(depth == 0 and len(value) <= 64, key, "a list of at most 64 numbers, not nested")
+        for i, item in enumerate(value):
+            _check_option(item, f"{key}[{i}]", depth + 1)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        _check(_finite(value) and abs(value) <= MAX_FLOAT, key,
+               f"expected a finite number of at most {MAX_FLOAT:g} in magnitude, got {_describe(value)}")
+    else:
+        _check(value is None or isinstance(value, bool) or (isinstance(value, str) and len(value) <= 100), key,
+               f"expected a number, true/false, a name or a list of numbers, got {_describe(value)}")
+
 
 @dataclass(frozen=True)
 class Config:
@@ -163,16 +233,52 @@ def load_config(path: str | Path) -> Config:
     """Read and validate a scene file; raise ConfigError naming the file and key on any problem."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        with open(path, "rb") as file:
+            raw = file.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the scene file ({exc.strerror})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes, not a scene file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x})") from None
+    try:
+        data = yaml.load(text, Loader=_BoundedLoader)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{path}: not valid YAML ({_short(str(exc))})") from None
     try:
         config = _build(Config, data, "")
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return dataclasses.replace(config, source=str(path))
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases and nesting deeper than MAX_DEPTH before building anything."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise ConfigError(f"{_where(mark, self)}: YAML aliases (*name) are not accepted in a scene file")
+        depth = getattr(self, "_depth", 0)
+        if depth >= MAX_DEPTH:
+            raise ConfigError(f"{_where(self.peek_event().start_mark, self)}: nested more than {MAX_DEPTH} deep")
+        self._depth = depth + 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth = depth
+
+
+def _where(mark, loader) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def config_from_dict(data: dict) -> Config:
@@ -197,9 +303,12 @@ def _build(cls, data, prefix: str):
             continue
         values[name] = _convert(hints[name], data[name], key)
     try:
-        return cls(**values)
+        built = cls(**values)  # its own checks first: their messages say more than a range
     except ConfigError as exc:
         raise ConfigError(f"{prefix}{exc}") from None
+    for name, value in values.items():
+        _check_bounds(cls, name, value, prefix + name)
+    return built
 
 
 def _convert(hint, value, key: str):
@@ -232,7 +341,7 @@ def _convert(hint, value, key: str):
             raise ConfigError(f"{key}: expected an integer, got {_describe(value)}")
         return value
     if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
             raise ConfigError(f"{key}: expected a finite number, got {_describe(value)}")
         return float(value)
     if hint is str:
@@ -242,8 +351,33 @@ def _convert(hint, value, key: str):
     raise TypeError(f"config field {key} has an unsupported type {hint}")  # a bug in this module
 
 
+def _number(x) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
+def _finite(number) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an integer beyond any float
+        return False
+
+
+def _check_bounds(cls, name: str, value, key: str) -> None:
+    """Every number of a field within BOUNDS (or the defaults MAX_FLOAT / MAX_INT)."""
+    numbers = value if isinstance(value, tuple) else (value,)
+    for i, number in enumerate(numbers):
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            continue
+        low, high = BOUNDS.get((cls.__name__, name), (0, MAX_INT) if isinstance(number, int) else (-MAX_FLOAT, MAX_FLOAT))
+        if not low <= number <= high:
+            where = f"{key}[{i}]" if isinstance(value, tuple) else key
+            raise ConfigError(f"{where}: must be from {_number(low)} to {_number(high)}, got {_short(repr(number), 40)}")
+
+
 def _describe(value) -> str:
-    return f"{type(value).__name__} {value!r}" if value is not None else "nothing"
+    if value is None:
+        return "nothing"
+    return f"{type(value).__name__} {_short(repr(value), 80)}"
 
 
 def required_keys(cls=Config, prefix: str = "") -> list[str]:

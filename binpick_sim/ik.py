@@ -3,8 +3,14 @@
 PyBullet's solver starts from the body's current joints and stops after one descent, which can leave
 centimetres of error for large turns. Solving on a copy lets us restart it from its own answer until
 it converges, without ever touching the live arm (so IK never disturbs the world it is asked about).
+
+Every target passes `PandaIK.bound` first: PyBullet's solver never returns for some finite targets
+(a grasp target 1e308 m up loops forever on the physics thread, holding the GIL, deaf to signals), so
+no caller may hand it a point the arm could not be near anyway.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -13,6 +19,10 @@ from .world import connect
 PANDA_URDF = "franka_panda/panda.urdf"
 TOLERANCE = 1e-4  # metres of grasp-target error at which refinement stops
 ROUNDS = 6
+# The Panda reaches 0.855 m from its shoulder (0.333 m above the base), and its grasp target about
+# 0.21 m beyond the flange: nothing of it is ever 1.5 m from the base. Targets further away are pulled in
+# along the line to the base; IK then stretches the arm toward them and reports the distance left.
+REACH = 1.5  # metres
 
 
 class PandaIK:
@@ -22,8 +32,19 @@ class PandaIK:
         self.client = connect()
         self.client.setAdditionalSearchPath(pybullet_data.getDataPath())
         self.body = self.client.loadURDF(PANDA_URDF, list(base_position), list(base_orientation), useFixedBase=True)
+        self.base = np.asarray(base_position, dtype=float)
         self.lower, self.upper, self.rest = np.asarray(lower), np.asarray(upper), np.asarray(rest)
         self.link, self.joints = link, joints
+
+    def bound(self, position) -> np.ndarray:
+        """`position` pulled in to at most REACH from the arm's base; a ValueError if it is not 3 finite
+        numbers. Every Cartesian target goes through here before PyBullet's IK sees it."""
+        position = np.asarray(position, dtype=float)
+        if position.shape != (3,) or not np.all(np.isfinite(position)):
+            raise ValueError(f"an IK target needs 3 finite coordinates, got {position.tolist()}")
+        offset = np.clip(position, -1e6, 1e6) - self.base  # no overflow below, whatever the input
+        distance = math.hypot(*offset)
+        return position if distance <= REACH else self.base + offset * (REACH / distance)
 
     def solve(self, start, position, orientation=None, link: int | None = None,
               rounds: int = ROUNDS) -> tuple[np.ndarray, float]:
@@ -35,7 +56,7 @@ class PandaIK:
         """
         c = self.client
         link = self.link if link is None else link
-        pose = [list(position)] + ([list(orientation)] if orientation is not None else [])
+        pose = [self.bound(position).tolist()] + ([_unit_quaternion(orientation)] if orientation is not None else [])
         self._set(start)
         q = np.array(c.calculateInverseKinematics(
             self.body, link, *pose, lowerLimits=self.lower.tolist(), upperLimits=self.upper.tolist(),
@@ -59,7 +80,15 @@ class PandaIK:
             return np.inf
         reached = self.client.getLinkState(self.body, self.link if link is None else link,
                                            computeForwardKinematics=True)[4]
-        return float(np.linalg.norm(np.subtract(reached, position)))
+        return float(math.hypot(*np.subtract(reached, position)))  # to the target as asked (no overflow)
 
     def close(self) -> None:
         self.client.disconnect()
+
+
+def _unit_quaternion(orientation) -> list[float]:
+    q = np.asarray(orientation, dtype=float)
+    norm = math.hypot(*q) if q.shape == (4,) and np.all(np.isfinite(q)) else 0.0
+    if not norm > 1e-9:
+        raise ValueError(f"an IK orientation needs a quaternion x y z w of finite numbers, not all zero, got {q.tolist()}")
+    return (q / norm).tolist()

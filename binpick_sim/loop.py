@@ -63,6 +63,17 @@ class PhysicsLoop:
         (at once if `steps` is 0)."""
         self.call(self._add_budget, steps)
 
+    def cancel_steps(self) -> int:
+        """Lock-step mode, on the physics thread: drop the steps still owed (the request being taken and
+        those queued); the `when_settled` callbacks run once if a request was cut short. Returns how many
+        steps were dropped."""
+        dropped = max(self._budget, 0) + sum(self._requests)
+        self._requests.clear()
+        if self._budget > 0:
+            self._budget = 0
+            self._settle()
+        return dropped
+
     def when_settled(self, callback: Callable[[], None], first: bool = False) -> None:
         """Lock-step mode: call `callback` on the physics thread after each `advance` has been taken
         (`first`: before the callbacks registered so far, e.g. task bookkeeping before publishers)."""

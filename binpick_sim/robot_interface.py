@@ -9,6 +9,8 @@ any of the last 1000 steps by index; asking for a future step blocks until it ha
 
 Action = torque + PD(position) per joint (9: seven arm joints [N m], two fingers [N]); a NaN
 position switches the PD off for that joint, NaN gains mean the defaults; `Action()` is zero torque.
+Gains above MAX_KP / MAX_KD (or below 0) are refused; torques are clipped to the torque limits and
+position targets to one joint range past the limits by the safety checks, so no finite action can make the world NaN.
 """
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ BUFFER = 1000  # steps kept (seed)
 DEFAULT_KP = np.array([300.0] * 4 + [100.0] * 3 + [1000.0] * 2)
 DEFAULT_KD = np.array([10.0] * 4 + [3.0] * 3 + [20.0] * 2)
 SAFETY_KD = np.array([0.5] * 4 + [0.1] * 3 + [2.0] * 2)  # velocity damping of the safety checks
+# Largest gains an action may ask for: ten times the defaults (libfranka's examples use kp 600 at most).
+# Stiffer than this, a 1 kHz step overshoots and the PD itself shakes the arm apart; 1e308 made it NaN.
+MAX_KP, MAX_KD = 10 * DEFAULT_KP, 10 * DEFAULT_KD
 
 
 def _vector(values, fill: float) -> np.ndarray:
@@ -53,6 +58,13 @@ class Action:
         for name in ("position", "position_kp", "position_kd"):
             if np.any(np.isinf(getattr(action, name))):
                 raise ValueError(f"{name} must be numbers or NaN, not infinite")
+        for name, high in (("position_kp", MAX_KP), ("position_kd", MAX_KD)):
+            gains = getattr(action, name)
+            bad = ~np.isnan(gains) & ((gains < 0) | (gains > high))
+            if bad.any():
+                joint = int(np.argmax(bad))
+                raise ValueError(f"{name} of {JOINT_NAMES[joint]} must be NaN (default) or in [0, {high[joint]:g}], "
+                                 f"got {gains[joint]:.4g}")
         return action
 
     def as_array(self) -> np.ndarray:
@@ -207,14 +219,15 @@ class RobotBackend:
         """Desired -> applied (seeds): PD added, then velocity damping, position limits, torque limits."""
         kp = np.where(np.isnan(action.position_kp), DEFAULT_KP, action.position_kp)
         kd = np.where(np.isnan(action.position_kd), DEFAULT_KD, action.position_kd)
-        pd = np.where(np.isnan(action.position), 0.0,
-                      kp * (np.nan_to_num(action.position) - observation.position) - kd * observation.velocity)
+        lower, upper = self.arm.limits.lower, self.arm.limits.upper
+        span = upper - lower  # a target further than one joint range past a limit pulls as if it were there
+        target = np.clip(np.nan_to_num(action.position), lower - span, upper + span)
+        pd = np.where(np.isnan(action.position), 0.0, kp * (target - observation.position) - kd * observation.velocity)
         torque = action.torque + pd
         torque = torque - SAFETY_KD * observation.velocity  # velocity damping
-        lower, upper = self.arm.limits.lower, self.arm.limits.upper
         torque = np.where((observation.position >= upper) & (torque > 0), 0.0, torque)  # position limits
         torque = np.where((observation.position <= lower) & (torque < 0), 0.0, torque)
-        torque = np.clip(torque, -self.torque_limits, self.torque_limits)  # torque limits
+        torque = np.clip(np.nan_to_num(torque), -self.torque_limits, self.torque_limits)  # torque limits
         return Action(torque, action.position, kp, kd)
 
 

@@ -23,8 +23,12 @@ class Trajectory:
     velocities: np.ndarray | None  # (K, J), or None for positions only
 
     @classmethod
-    def parse(cls, names, times, positions, velocities, lower, upper) -> "Trajectory":
-        """Check a trajectory as a planner sends it; BadTrajectory says what is wrong."""
+    def parse(cls, names, times, positions, velocities, lower, upper, velocity_limits=None) -> "Trajectory":
+        """Check a trajectory as a planner sends it; BadTrajectory says what is wrong.
+
+        With `velocity_limits` (the 9 joints' [rad/s | m/s]), a point's velocity above its joint's limit
+        is refused: the cubic segments through such a velocity swing far off the path (100 rad/s on a
+        1 s trajectory: 2.6 rad) and 1e308 turned every joint target NaN."""
         names = check_joint_names(names, BadTrajectory)
         if not len(times):
             raise BadTrajectory("no points")
@@ -50,6 +54,13 @@ class Trajectory:
             point, joint = outside[0]
             raise BadTrajectory(f"point {point}: {names[joint]} = {q[point, joint]:.4f} is outside its limits "
                                 f"[{low[joint]:.4f}, {high[joint]:.4f}]")
+        if v is not None and velocity_limits is not None:
+            limit = np.asarray(velocity_limits)[list(joints)]
+            fast = np.argwhere(np.abs(v) > limit + 1e-9)
+            if len(fast):
+                point, joint = fast[0]
+                raise BadTrajectory(f"point {point}: {names[joint]} velocity {v[point, joint]:.4g} is above its "
+                                    f"limit {limit[joint]:.4f}")
         return cls(joints, t, q, v)
 
     @property
@@ -95,6 +106,7 @@ class TrajectoryFollower:
         current = self.arm.joint_states()[0]
         targets[np.isnan(targets)] = current[np.isnan(targets)]  # joints in velocity mode hold still
         targets[list(self.trajectory.joints)] = self.sample(t)
+        targets = self.arm.limits.clip_position(targets)  # a cubic segment may overshoot a limit between points
         self.arm.command_motors(targets, np.full(len(targets), np.nan))
         if t >= self.times[-1]:
             self.done = True

@@ -41,6 +41,10 @@ from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
 
 def connect(gui: bool = False) -> BulletClient:
+    if gui and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        # PyBullet's GUI would abort the whole process without a word about why
+        raise ValueError("gui:=true needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set "
+                         "(run headless with gui:=false, or set DISPLAY, e.g. under xvfb-run)")
     with quiet_stdout():
         return BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
 

@@ -50,6 +50,7 @@ class Controller:
         self.policy_freq = float(policy_freq)
         self.interpolation = interpolation
         self.torques = np.zeros(7)
+        self.clipped = False  # whether the last action was clipped anywhere (the arm node counts it)
         self.state = self.read_state()
 
     # --- what subclasses define ---------------------------------------------------------------
@@ -96,20 +97,28 @@ class Controller:
         action = np.asarray(action, dtype=float)
         if action.shape != (self.control_dim,):
             raise ValueError(f"{self.layout} takes {self.control_dim} values, got {action.size}")
+        self.clipped = False
         return action
+
+    def clip(self, values, low, high) -> np.ndarray:
+        """np.clip that remembers in `clipped` whether it changed anything."""
+        values = np.asarray(values, dtype=float)
+        result = np.clip(values, low, high)
+        self.clipped = self.clipped or not np.array_equal(result, values)
+        return result
 
     def take_gains(self, action: np.ndarray, dof: int) -> None:
         """Variable impedance: kp (and damping ratios) from the front of the action, clipped to their limits."""
         if self.impedance_mode == "variable":
-            self.damping_ratio = np.clip(action[:dof], *self.damping_ratio_limits)
-            self.kp = np.clip(action[dof:2 * dof], *self.kp_limits)
+            self.damping_ratio = self.clip(action[:dof], *self.damping_ratio_limits)
+            self.kp = self.clip(action[dof:2 * dof], *self.kp_limits)
         elif self.impedance_mode == "variable_kp":
-            self.kp = np.clip(action[:dof], *self.kp_limits)
+            self.kp = self.clip(action[:dof], *self.kp_limits)
             self.damping_ratio = np.ones(dof)
 
     def scale_action(self, action) -> np.ndarray:
         """Clip to [input_min, input_max], then map that range linearly onto [output_min, output_max]."""
-        action = np.clip(np.asarray(action, dtype=float), self.input_min, self.input_max)
+        action = self.clip(action, self.input_min, self.input_max)
         scale = (self.output_max - self.output_min) / (self.input_max - self.input_min)
         return (action - (self.input_max + self.input_min) / 2) * scale + (self.output_max + self.output_min) / 2
 
@@ -144,7 +153,8 @@ class Controller:
     def step(self) -> None:
         """One physics step of control: read the arm, compute, compensate, clip, apply."""
         self.state = self.read_state()
-        self.torques = self.clip_torques(self.run_controller() + self.torque_compensation)
+        # nan_to_num: an overflow in the dynamics (huge gains) sends the limit torque, never NaN, to PyBullet
+        self.torques = self.clip_torques(np.nan_to_num(self.run_controller() + self.torque_compensation))
         c, arm = self.world.client, self.arm
         c.setJointMotorControlArray(arm.body, arm.joints[:7], c.TORQUE_CONTROL, forces=self.torques.tolist())
 

@@ -2,6 +2,8 @@
 both acting on the grasp target (`panda_grasptarget`)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -87,9 +89,13 @@ class OperationalSpaceController(Controller):
         position = position if set_pos is None else np.asarray(set_pos, float)
         rotation = rotation if set_ori is None else np.asarray(set_ori, float)
         if self.position_limits is not None:
-            position = np.clip(position, self.position_limits[0], self.position_limits[1])
+            position = self.clip(position, self.position_limits[0], self.position_limits[1])
+        # An absolute goal 1e308 m away would make the torques NaN: pulled in to the arm's reach.
+        bounded = self.arm.solver.bound(position)
+        self.clipped = self.clipped or not np.array_equal(bounded, position)
+        position = bounded
         if self.orientation_limits is not None:
-            rotvec = np.clip(Rotation.from_matrix(rotation).as_rotvec(), *self.orientation_limits)
+            rotvec = self.clip(Rotation.from_matrix(rotation).as_rotvec(), *self.orientation_limits)
             rotation = Rotation.from_rotvec(rotvec).as_matrix()
         self.goal_position, self.goal_rotation = position, rotation
         if self.interpolation:
@@ -156,9 +162,10 @@ class InverseKinematicsController(Controller):
         """Scale dpos and the rotation vector down to the seed's norms ik_pos_limit / ik_ori_limit."""
         dpos, rotation = np.asarray(dpos, float), np.asarray(rotation, float)
         for vector, limit in ((dpos, self.ik_pos_limit), (rotation, self.ik_ori_limit)):
-            norm = np.linalg.norm(vector)
+            norm = math.hypot(*vector)  # no overflow to inf for 1e308
             if norm > limit:
                 vector *= limit / norm
+                self.clipped = True
         return dpos, rotation
 
     def set_goal(self, delta) -> None:

@@ -68,8 +68,8 @@ class JointPositionController(Controller):
         delta = self.scale_action(action[-7:])
         goal = np.asarray(set_qpos, dtype=float) if set_qpos is not None else self.state.q + delta
         if self.qpos_limits is not None:
-            goal = np.clip(goal, self.qpos_limits[0], self.qpos_limits[1])
-        self.goal = np.clip(goal, self.arm.limits.lower[:7], self.arm.limits.upper[:7])
+            goal = self.clip(goal, self.qpos_limits[0], self.qpos_limits[1])
+        self.goal = self.clip(goal, self.arm.limits.lower[:7], self.arm.limits.upper[:7])
         if self.interpolator is not None:
             self.interpolator.set_goal(self.goal)
 
@@ -108,7 +108,7 @@ class JointVelocityController(Controller):
 
     def set_goal(self, velocities) -> None:
         velocities = self.checked(velocities)
-        self.goal = np.clip(self.scale_action(velocities), self.velocity_limits[0], self.velocity_limits[1])
+        self.goal = self.clip(self.scale_action(velocities), self.velocity_limits[0], self.velocity_limits[1])
         if self.interpolator is not None:
             self.interpolator.set_goal(self.goal)
 

@@ -16,13 +16,14 @@ from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
 from ..arm import FINGER_LINKS, JOINT_NAMES, check_joint_names
+from ..config import CONTROLLER_TYPES
 from ..controllers import make_controller
 from ..loop import PhysicsLoop
 from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from ..sim import BinPickingSim
 from . import convert, trajectory_actions
 from .diagnostics import BadCommand, NodeDiagnostics, finite_vector
-from .params import declare
+from .params import MAX_RATE, MIN_RATE, declare
 from .trajectory_actions import TrajectoryActions
 
 POSITION_TOPIC = "arm/position_commands"
@@ -39,10 +40,10 @@ class ArmNode(Node):
         super().__init__("arm", **kwargs)
         self.sim, self.arm, self.loop, self.owner = sim, sim.arm, loop, owner
         rate = declare(self, "publish_rate", 100.0, "Rate of joint_states, arm/ee_pose and the finger wrenches, "
-                       "in Hz of sim time.", read_only=True)
+                       "in Hz of sim time.", read_only=True, low=MIN_RATE, high=MAX_RATE)
         self.velocity_timeout = declare(self, "velocity_timeout", 0.5,
                                         "Sim seconds a velocity command lasts; then the arm holds its position "
-                                        "(0 = until the next command).", read_only=True)
+                                        "(0 = until the next command).", read_only=True, low=0.0, high=3600.0)
         self.last_velocity_command: float | None = None
 
         self.joint_states_publisher = self.create_publisher(JointState, "joint_states", 10)
@@ -59,13 +60,14 @@ class ArmNode(Node):
         self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"))
         controller = declare(self, "controller_name", "panda_arm_controller", "Name under which the "
                              "FollowJointTrajectory action is served (<name>/follow_joint_trajectory), where "
-                             "control_msgs is installed.", read_only=True)
+                             "control_msgs is installed.", read_only=True, check=action_name_problem)
         gripper = declare(self, "gripper_controller_name", "panda_hand_controller", "Name under which the "
                           "GripperCommand action is served (<name>/gripper_cmd), where control_msgs is installed.",
-                          read_only=True)
+                          read_only=True, check=action_name_problem)
         kind = declare(self, "controller", sim.config.controller.type, "Torque-level controller served on "
                        "arm/controller_commands: none, joint_position, joint_velocity, joint_torque, osc or ik "
-                       "(default: the scene file's controller.type).", read_only=True)
+                       "(default: the scene file's controller.type).", read_only=True,
+                       check=lambda v: None if v in CONTROLLER_TYPES else f"needs one of {', '.join(CONTROLLER_TYPES)}")
         self.torque_controller = None if kind == "none" else loop.run(make_controller, self.arm, kind,
                                                                       sim.config.controller.options)
         if self.torque_controller is not None:
@@ -74,8 +76,6 @@ class ArmNode(Node):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.count_publisher = self.create_publisher(UInt64, "arm/commands_received", latched)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time)
-        if rate <= 0:
-            raise ValueError(f"publish_rate must be > 0 Hz, got {rate}")
         self.loop.every(1.0 / rate, self.publish_state)
         self.loop.when_settled(self.publish_state)
         self.actions = TrajectoryActions(self, controller, gripper) if trajectory_actions.available() else None
@@ -121,6 +121,8 @@ class ArmNode(Node):
             self.take_over()
             self.torque_controller.engage()
         self.torque_controller.set_goal(action)
+        if self.torque_controller.clipped:
+            self.diagnostics.clip(CONTROLLER_TOPIC, "an action outside the controller's limits was")
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
         if self.refused(TRAJECTORY_TOPIC):
@@ -189,6 +191,8 @@ class ArmNode(Node):
     def apply_delta(self, delta) -> None:
         self.take_over()
         self.arm.set_position_targets(self.arm.delta_targets(delta))
+        if self.arm.delta_clipped:
+            self.diagnostics.clip(DELTA_TOPIC, "a grasp target outside the workspace (or the arm's reach) was")
 
     def start_trajectory(self, trajectory: Trajectory, start: float) -> None:
         self.take_over()
@@ -226,6 +230,14 @@ class ArmNode(Node):
         self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
         for publisher, frame, wrench in zip(self.wrench_publishers, FINGER_LINKS, self.arm.finger_wrenches()):
             publisher.publish(convert.wrench_stamped(now, frame, wrench))
+
+
+def action_name_problem(name: str) -> str | None:
+    """A controller name must make a valid ROS name (<name>/follow_joint_trajectory)."""
+    if not name or not all(part and (part[0].isalpha() or part[0] == "_") and all(c.isalnum() or c == "_" for c in part)
+                           for part in name.split("/")):
+        return f"needs a ROS name (letters, digits, _ and /), got {name[:80]!r}"
+    return None
 
 
 def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]:

@@ -8,16 +8,15 @@ from ..loop import PhysicsLoop
 from ..sim import BinPickingSim
 from . import convert
 from .diagnostics import NodeDiagnostics
-from .params import declare
+from .params import MAX_RATE, MIN_RATE, declare
 
 
 class CameraNode(Node):
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
         super().__init__("camera", **kwargs)
         self.sim, self.camera = sim, sim.camera
-        rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True)
-        if rate <= 0:
-            raise ValueError(f"rate must be > 0 Hz, got {rate}")
+        rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True,
+                       low=MIN_RATE, high=MAX_RATE)
         self.rgb_publisher = self.create_publisher(Image, "camera/image_raw", 5)
         self.rgb_info_publisher = self.create_publisher(CameraInfo, "camera/camera_info", 5)
         self.depth_publisher = self.create_publisher(Image, "camera/depth/image_raw", 5)

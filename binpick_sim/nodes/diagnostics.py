@@ -1,7 +1,9 @@
 """Bad-input bookkeeping and the /diagnostics status every node publishes.
 
 A rejected or clipped command is logged at most once a second per interface (with the number held
-back since) and counted; the counts go out on /diagnostics with the node's own figures.
+back since) and counted; the counts go out on /diagnostics with the node's own figures. A log line
+quotes at most MAX_LINE characters of the reason: a command's own text (1,000 joint names of 10 kB)
+once made one 10 MB line.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from rclpy.node import Node
 from .convert import header
 
 LOG_PERIOD = 1.0  # seconds between two log lines about the same interface
+MAX_LINE = 500  # characters of a reason a log line (or a reply) quotes
 HARDWARE_ID = "binpick_sim"
 
 
@@ -50,7 +53,7 @@ class NodeDiagnostics:
 
     def reject(self, interface: str, reason: str) -> None:
         self.rejected[interface] += 1
-        self._log(interface, f"{interface}: rejected, {reason}; nothing was changed")
+        self._log(interface, f"{bounded(interface, 100)}: rejected, {bounded(reason)}; nothing was changed")
 
     def clip(self, interface: str, what: str) -> None:
         self.clipped[interface] += 1
@@ -79,6 +82,12 @@ class NodeDiagnostics:
 
     def publish(self) -> None:
         self.publisher.publish(DiagnosticArray(header=header(self.sim_time(), ""), status=[self.status()]))
+
+
+def bounded(text: str, limit: int = MAX_LINE) -> str:
+    """`text`, cut to `limit` characters with a note of how long it was."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _format(value) -> str:

@@ -1,24 +1,105 @@
-"""Declared parameters with descriptions, so `ros2 param describe` tells a user what each one does."""
+"""Declared parameters with descriptions and ranges, checked the same way at start-up and at run time.
+
+Every parameter is declared through `declare`, which records its check (type, range, and any extra
+rule) and puts the range into the descriptor (`FloatingPointRange` / `IntegerRange`), so that
+`ros2 param describe` shows it. One on-set callback per node runs those checks for every value a
+parameter ever gets: the override from the command line or a launch file (rclpy runs the callback when
+a parameter is declared, so a bad one stops start-up with the parameter's name and the reason) and
+every later `ros2 param set`. A value that passes is handed to the parameter's `on_change`, if any.
+"""
 from __future__ import annotations
 
-from rcl_interfaces.msg import ParameterDescriptor
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+MIN_RATE, MAX_RATE = 0.1, 1000.0  # Hz of sim time, for every periodic publisher
 
-def declare(node: Node, name: str, default, description: str, read_only: bool = False):
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: type | None  # float, int, bool, str, or None for a typed-only (array) parameter
+    low: float | None
+    high: float | None
+    check: Callable[[object], str | None] | None
+    on_change: Callable[[object], None] | None
+
+    def problem(self, value) -> str | None:
+        """Why `value` cannot be used, or None."""
+        if self.kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return f"needs a finite number, got {_quote(value)}"
+        elif self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"needs an integer, got {_quote(value)}"
+        elif self.kind is bool and not isinstance(value, bool):
+            return f"needs true or false, got {_quote(value)}"
+        elif self.kind is str and not isinstance(value, str):
+            return f"needs a string, got {_quote(value)}"
+        if self.low is not None and self.high is not None and not self.low <= value <= self.high:
+            return f"needs a value from {self.low:g} to {self.high:g}, got {_quote(value)}"
+        return self.check(value) if self.check is not None and value is not None else None
+
+
+def declare(node: Node, name: str, default, description: str, read_only: bool = False,
+            low: float | None = None, high: float | None = None,
+            check: Callable[[object], str | None] | None = None,
+            on_change: Callable[[object], None] | None = None):
     """Declare a parameter and return its value (the override from the command line or launch, if any).
 
-    A `Parameter.Type` as the default declares the type only: the value stays unset (None) until given,
-    which is how an array parameter says "none" (rclpy cannot tell the type of an empty list).
+    `low` / `high`: the allowed range (inclusive), shown in the descriptor; `check(value)`: any further
+    rule, returning why a value is wrong or None; `on_change(value)`: called with each accepted run-time
+    value. A `Parameter.Type` as the default declares the type only: the value stays unset (None) until
+    given, which is how an array parameter says "none" (rclpy cannot tell the type of an empty list).
+    Floats accept integers too (`-p realtime_factor:=0`), as a user typing on a command line expects.
     """
-    if isinstance(default, Parameter.Type):
-        descriptor = ParameterDescriptor(description=description, read_only=read_only)
-        return node.declare_parameter(name, default, descriptor).value
-    # Floats accept integers too (`-p realtime_factor:=0`), as a user typing on a command line expects.
-    is_float = isinstance(default, float)
-    descriptor = ParameterDescriptor(description=description, read_only=read_only, dynamic_typing=is_float)
+    rules = _rules(node)
+    typed_only = isinstance(default, Parameter.Type)
+    kind = None if typed_only else next(t for t in (bool, int, float, str, object) if isinstance(default, t))
+    kind = None if kind is object else kind
+    is_float = kind is float
+    descriptor = ParameterDescriptor(description=description + _range_text(low, high), read_only=read_only,
+                                     dynamic_typing=is_float)
+    if low is not None and high is not None:
+        if is_float:
+            descriptor.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+        elif kind is int:
+            descriptor.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
+    rules[name] = _Rule(kind, low, high, check, None)  # on_change only after the declared value is in
     value = node.declare_parameter(name, default, descriptor).value
-    if is_float and not (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        raise ValueError(f"parameter {name!r} must be a number, got {value!r}")
+    rules[name] = _Rule(kind, low, high, check, on_change)
     return float(value) if is_float else value
+
+
+def _rules(node: Node) -> dict[str, _Rule]:
+    rules = getattr(node, "_binpick_parameter_rules", None)
+    if rules is None:
+        rules = node._binpick_parameter_rules = {}
+        node.add_on_set_parameters_callback(lambda parameters: _validate(rules, parameters))
+    return rules
+
+
+def _validate(rules: dict[str, _Rule], parameters: list[Parameter]) -> SetParametersResult:
+    for p in parameters:
+        rule = rules.get(p.name)
+        problem = rule.problem(p.value) if rule is not None else None
+        if problem:
+            return SetParametersResult(successful=False, reason=f"{p.name}: {problem}")
+    for p in parameters:
+        rule = rules.get(p.name)
+        if rule is not None and rule.on_change is not None:
+            rule.on_change(float(p.value) if rule.kind is float else p.value)
+    return SetParametersResult(successful=True)
+
+
+def _range_text(low, high) -> str:
+    return "" if low is None or high is None else f" Range: {low:g} to {high:g}."
+
+
+def _quote(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"

@@ -7,7 +7,6 @@ import json
 import math
 
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -19,6 +18,11 @@ from ..sim import BinPickingSim
 from .diagnostics import NodeDiagnostics
 from .params import declare
 
+MIN_RENDER, MAX_RENDER = 8, 640  # px per side: a query renders once per object, all while the physics waits
+# A visible/occluding query renders (objects + 1) images with TinyRenderer, about 0.1 us a pixel here:
+# at most 5 million pixels in all (about half a second; 16 objects at 640 x 480) while the physics waits.
+MAX_QUERY_PIXELS = 640 * 480 * 16
+MAX_POSITIONS = 256  # extra points for reachable: about 2 ms of IK each, all while the physics waits
 QUERIES = ("stable", "contact", "visible", "occluding", "reachable", "blocking", "supporting")
 
 
@@ -27,24 +31,30 @@ class ReasoningNode(Node):
         super().__init__("reasoning", **kwargs)
         self.sim, self.loop = sim, loop
         self.reasoner = loop.run(Reasoner, sim)
+        checked = lambda name: (lambda value: parameter_problem(name, value))  # noqa: E731
         declare(self, "objects", Parameter.Type.STRING_ARRAY, "Objects the per-object queries answer for "
-                "(unset: all of them).")
+                "(unset: all of them).", check=checked("objects"))
         declare(self, "use_camera_pose", True, "visible/occluding look from the camera's camera_optical_frame; "
                 "false: from camera_position / camera_orientation.")
-        declare(self, "camera_position", [0.0, 0.0, 1.0], "Eye position in world [m] when use_camera_pose is false.")
+        declare(self, "camera_position", [0.0, 0.0, 1.0], "Eye position in world [m] when use_camera_pose is false.",
+                check=checked("camera_position"))
         declare(self, "camera_orientation", [0.0, 0.0, 0.0, 1.0], "Eye orientation in world (quaternion xyzw) "
-                "when use_camera_pose is false.")
-        declare(self, "front_axis", [0.0, 0.0, 1.0], "The eye frame's axis it looks along (z for an optical frame).")
-        declare(self, "visible_threshold", 0.8, "visible: share of an object's own pixels that must be seen.")
-        declare(self, "render_width", 320, "Image width for visible/occluding [px].")
-        declare(self, "render_height", 240, "Image height for visible/occluding [px].")
-        declare(self, "gripper_link", "panda_grasptarget", "Link that reachable/blocking put at the target.")
-        declare(self, "reach_threshold", 0.001, "reachable: largest distance left between link and target [m].")
+                "when use_camera_pose is false.", check=checked("camera_orientation"))
+        declare(self, "front_axis", [0.0, 0.0, 1.0], "The eye frame's axis it looks along (z for an optical frame).",
+                check=checked("front_axis"))
+        declare(self, "visible_threshold", 0.8, "visible: share of an object's own pixels that must be seen.",
+                low=0.0, high=1.0, check=checked("visible_threshold"))
+        declare(self, "render_width", 320, "Image width for visible/occluding [px].", low=MIN_RENDER, high=MAX_RENDER)
+        declare(self, "render_height", 240, "Image height for visible/occluding [px].", low=MIN_RENDER,
+                high=MAX_RENDER)
+        declare(self, "gripper_link", "panda_grasptarget", "Link that reachable/blocking put at the target.",
+                check=self.link_problem)
+        declare(self, "reach_threshold", 0.001, "reachable: largest distance left between link and target [m].",
+                low=0.0, high=10.0, check=checked("reach_threshold"))
         declare(self, "top_down", True, "reachable/blocking: the gripper points down (false: position only, "
                 "as PyCRAM).")
         declare(self, "positions", Parameter.Type.DOUBLE_ARRAY, "Extra points for reachable, x y z after x y z "
-                "in world [m] (unset: none).")
-        self.add_on_set_parameters_callback(self.check_parameters)
+                f"in world [m] (unset: none; at most {MAX_POSITIONS} points).", check=checked("positions"))
         self.answered, self.failed = 0, 0
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
                                            values=lambda: {"answered": self.answered, "failed": self.failed})
@@ -63,6 +73,9 @@ class ReasoningNode(Node):
                 self.failed += 1
                 self.diagnostics.reject(f"reasoning/{query}", reason)
             except Exception as exc:  # a fault of ours: say so, keep serving
+                if not self.context.ok():  # shutting down under the query (Ctrl-C): not a fault
+                    response.success, response.message = False, f"reasoning/{query}: shutting down"
+                    return response
                 response.success, response.message = False, f"reasoning/{query}: internal error: {exc!r}"
                 self.failed += 1
                 self.get_logger().error(response.message)
@@ -116,7 +129,13 @@ class ReasoningNode(Node):
             rotation = np.array(self.sim.world.client.getMatrixFromQuaternion([x, y, z, w])).reshape(3, 3)
             view = CameraView(np.array(self.value("camera_position")), rotation)
         view = CameraView(view.position, view.rotation, np.array(self.value("front_axis")))
-        return self.reasoner.visibility(view, self.value("render_width"), self.value("render_height"), self.names())
+        width, height, names = self.value("render_width"), self.value("render_height"), self.names()
+        pixels = width * height * (len(names) + 1)  # one render of the scene, one of each object alone
+        if pixels > MAX_QUERY_PIXELS:
+            raise ValueError(f"{len(names)} objects at {width}x{height} would render {pixels} pixels while the "
+                             f"physics waits, at most {MAX_QUERY_PIXELS}: lower render_width/render_height or "
+                             "name fewer objects (parameter objects)")
+        return self.reasoner.visibility(view, width, height, names)
 
     def value(self, name: str):
         try:
@@ -128,15 +147,10 @@ class ReasoningNode(Node):
         self.reasoner.close()
         super().destroy_node()
 
-    # --- parameters ---------------------------------------------------------------------------
-    def check_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
-        for p in parameters:
-            problem = parameter_problem(p.name, p.value)
-            if p.name == "gripper_link" and problem is None and p.value not in self.sim.arm.link_index:
-                problem = f"unknown link {p.value!r} (links: {', '.join(sorted(self.sim.arm.link_index))})"
-            if problem:
-                return SetParametersResult(successful=False, reason=f"{p.name}: {problem}")
-        return SetParametersResult(successful=True)
+    def link_problem(self, name: str) -> str | None:
+        if name not in self.sim.arm.link_index:
+            return f"unknown link {name[:80]!r} (links: {', '.join(sorted(self.sim.arm.link_index))})"
+        return None
 
 
 def parameter_problem(name: str, value) -> str | None:
@@ -158,11 +172,9 @@ def parameter_problem(name: str, value) -> str | None:
         return "needs a number in (0, 1]"
     if name == "reach_threshold" and not (number(value) and value > 0):
         return "needs a number > 0 [m]"
-    if name in ("render_width", "render_height") and not (isinstance(value, int) and 8 <= value <= 4096):
-        return "needs an integer from 8 to 4096"
     if name == "positions" and value is not None and not (
-            finite(value, len(value)) and len(value) % 3 == 0):
-        return "needs x y z triples of finite numbers"
-    if name == "gripper_link" and not isinstance(value, str):
-        return "needs a link name"
+            finite(value, len(value)) and len(value) % 3 == 0 and len(value) <= 3 * MAX_POSITIONS):
+        return f"needs at most {MAX_POSITIONS} x y z triples of finite numbers"
+    if name == "objects" and value is not None and len(value) > 10_000:
+        return "names too many objects"
     return None

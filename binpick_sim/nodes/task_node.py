@@ -15,7 +15,7 @@ from ..loop import PhysicsLoop
 from ..sim import BinPickingSim
 from ..task import PickTask
 from .diagnostics import NodeDiagnostics
-from .params import declare
+from .params import MAX_RATE, MIN_RATE, declare
 
 
 class TaskNode(Node):
@@ -23,9 +23,7 @@ class TaskNode(Node):
         super().__init__("task", **kwargs)
         self.sim = sim
         rate = declare(self, "rate", 10.0, "Hz of sim time at which the task is evaluated when not in lock-step.",
-                       read_only=True)
-        if rate <= 0:
-            raise ValueError(f"rate must be > 0 Hz, got {rate}")
+                       read_only=True, low=MIN_RATE, high=MAX_RATE)
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
         self.sequence = 0

@@ -4,8 +4,6 @@ from __future__ import annotations
 import dataclasses
 
 from rclpy.node import Node
-from rclpy.parameter import Parameter
-from rcl_interfaces.msg import SetParametersResult
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt32
 from std_srvs.srv import Trigger
@@ -17,7 +15,19 @@ from ..paths import default_config
 from ..sim import BinPickingSim
 from . import convert
 from .diagnostics import NodeDiagnostics
-from .params import declare
+from .params import MAX_RATE, MIN_RATE, declare
+
+DUPLICATE_CHECK_PERIOD = 2.0  # wall seconds between two looks for another stack in this namespace
+MAX_STEP_REQUEST = 100_000  # physics steps one world/step may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
+MAX_SEED = 2 ** 63 - 1  # numpy's generators take any seed >= 0; a ROS integer parameter holds int64
+MIN_REALTIME_FACTOR, MAX_REALTIME_FACTOR = 0.01, 1000.0  # below 0.01 a step waits minutes; 1e-300 overflowed
+MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 10.0, 10000.0  # Hz
+
+
+def realtime_factor_problem(value: float) -> str | None:
+    if 0 < value < MIN_REALTIME_FACTOR:
+        return f"needs 0 (as fast as possible) or at least {MIN_REALTIME_FACTOR:g}, got {value!r}"
+    return None
 
 
 class WorldNode(Node):
@@ -28,13 +38,16 @@ class WorldNode(Node):
         self.config = load_config(path)
         sim_config = self.config.simulation
         self.seed = declare(self, "seed", sim_config.seed,
-                            "Seed of the next world/reset; setting it makes that reset repeat an episode.")
+                            "Seed of the next world/reset; setting it makes that reset repeat an episode.",
+                            low=0, high=MAX_SEED, on_change=self.set_seed)
         self.pending_seed: int | None = self.seed
         realtime_factor = declare(self, "realtime_factor", sim_config.realtime_factor,
-                                  "Sim seconds per wall second; 0 runs as fast as possible.")
+                                  "Sim seconds per wall second; 0 runs as fast as possible, otherwise at least "
+                                  f"{MIN_REALTIME_FACTOR:g}.", low=0.0, high=MAX_REALTIME_FACTOR,
+                                  check=realtime_factor_problem, on_change=self.set_realtime_factor)
         gui = declare(self, "gui", sim_config.gui, "Open PyBullet's GUI window (needs a display).", read_only=True)
         objects_rate = declare(self, "objects_rate", 10.0, "Rate of world/objects in Hz of sim time.",
-                               read_only=True)
+                               read_only=True, low=MIN_RATE, high=MAX_RATE)
         self.camera_enabled = declare(self, "camera", True, "Start the camera node in this process.",
                                       read_only=True)
         self.task_enabled = declare(self, "task", False, "Start the task node (grabs, collisions, reward) in "
@@ -46,16 +59,15 @@ class WorldNode(Node):
         self.exit_with_parent = declare(self, "exit_with_parent", True, "Stop the sim process when the process "
                                         "that started it (launch, a gym env, a shell) is gone.", read_only=True)
         self.keep_object_type = declare(self, "keep_object_type", False,
-                                        "Refill the pick bin with the same object type at the next world/reset.")
+                                        "Refill the pick bin with the same object type at the next world/reset.",
+                                        on_change=self.set_keep_object_type)
 
         self.robot_interface = declare(self, "robot_interface", False, "Serve the time-indexed robot interface "
                                        "(robot/...): the arm under torque control, one time index per physics "
                                        "step, idle until the first action.", read_only=True)
         rate = declare(self, "robot_interface_rate", 1000.0, "Physics (and control) rate in Hz when the robot "
-                       "interface is served.", read_only=True)
+                       "interface is served.", read_only=True, low=MIN_PHYSICS_RATE, high=MAX_PHYSICS_RATE)
         if self.robot_interface:
-            if rate <= 0:
-                raise ValueError(f"robot_interface_rate must be > 0 Hz, got {rate}")
             sim_config = dataclasses.replace(sim_config, timestep=1.0 / rate)
             self.config = dataclasses.replace(self.config, simulation=sim_config)
         self.sim = BinPickingSim(self.config, gui=gui)
@@ -66,8 +78,10 @@ class WorldNode(Node):
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
         self.create_service(Trigger, "world/reset", self.on_reset)
         self.create_subscription(UInt32, "world/step", self.on_step, 10)
+        self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
-        self.add_on_set_parameters_callback(self.on_parameters)
+        self.other_worlds = 0  # world nodes of other stacks seen in this namespace (and ROS domain)
+        self.create_timer(DUPLICATE_CHECK_PERIOD, self.check_for_other_stacks)
         self.loop.every(self.sim.world.timestep, self.publish_clock)
         self.loop.every(1.0 / objects_rate, self.publish_objects)
         self.loop.when_settled(self.publish_clock)
@@ -119,27 +133,43 @@ class WorldNode(Node):
         if not self.loop.lockstep:
             self.diagnostics.reject("world/step", "the world runs on its own (start it with lockstep:=true)")
             return
+        if msg.data > MAX_STEP_REQUEST:
+            self.diagnostics.reject("world/step", f"{msg.data} steps asked, at most {MAX_STEP_REQUEST} per request")
+            return
         self.loop.advance(msg.data)
 
-    def on_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
-        for p in parameters:
-            if p.name == "realtime_factor":
-                if p.type_ not in (Parameter.Type.DOUBLE, Parameter.Type.INTEGER) or p.value < 0:
-                    return SetParametersResult(successful=False, reason="realtime_factor must be a number >= 0")
-                self.loop.realtime_factor = float(p.value)
-            elif p.name == "keep_object_type":
-                if p.type_ != Parameter.Type.BOOL:
-                    return SetParametersResult(successful=False, reason="keep_object_type must be true or false")
-                self.keep_object_type = p.value
-            elif p.name == "seed":
-                if p.type_ != Parameter.Type.INTEGER or p.value < 0:
-                    return SetParametersResult(successful=False, reason="seed must be an integer >= 0")
-                self.pending_seed = p.value
-        return SetParametersResult(successful=True)
+    def on_cancel_steps(self, request, response):
+        """Drop the steps still owed to world/step requests; one observation follows, as after a request."""
+        dropped = self.loop.run(self.loop.cancel_steps)
+        response.success, response.message = True, f"{dropped} steps cancelled"
+        return response
+
+    # --- run-time parameter changes (checked by params.declare first) --------------------------
+    def set_realtime_factor(self, value: float) -> None:
+        if hasattr(self, "loop"):
+            self.loop.realtime_factor = value
+
+    def set_seed(self, value: int) -> None:
+        self.pending_seed = value
+
+    def set_keep_object_type(self, value: bool) -> None:
+        self.keep_object_type = value
+
+    def check_for_other_stacks(self) -> None:
+        """Two stacks in one namespace and domain interleave joint_states and share world/reset: say so,
+        loudly, for as long as it lasts (both see it; DDS discovery takes a moment, hence a timer)."""
+        me = (self.get_name(), self.get_namespace())
+        others = sum(1 for node in self.get_node_names_and_namespaces() if node == me) - 1
+        if others > 0 and others != self.other_worlds:
+            self.get_logger().error(
+                f"another simulation runs in namespace {me[1]!r} on this ROS domain ({others} more 'world' "
+                f"node(s)): their topics and services mix with these; stop one, or start it with another "
+                f"namespace (-r __ns:=/other) or ROS_DOMAIN_ID")
+        self.other_worlds = max(others, 0)
 
     def figures(self) -> dict:
         steps_per_second, realtime_factor = self.loop.rates()
         return {"sim_time": self.sim.world.time, "step_rate_hz": steps_per_second,
                 "realtime_factor": realtime_factor, "target_realtime_factor": self.loop.realtime_factor,
                 "objects": self.sim.scene.object_count, "episode": self.sim.scene.episode,
-                "publisher_failures": self.loop.failures}
+                "publisher_failures": self.loop.failures, "other_stacks_in_namespace": self.other_worlds}
