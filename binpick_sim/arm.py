@@ -84,7 +84,8 @@ class FrankaArm:
             c.enableJointForceTorqueSensor(self.body, j, config.finger_force_sensors)
         self.home = self.limits.clip_position(config.home)
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
-                              self.home, self.grasp_link, self.joints)
+                              self.home, self.grasp_link, self.joints,
+                              rounds=config.ik_rounds, iterations=config.ik_iterations)
         self.controller: Callable[[], None] | None = None
         world.add_step_hooks(before=self._run_controller)
         self.reset()
@@ -290,6 +291,21 @@ class FrankaArm:
         """Seed grasp check: both fingers have a contact point with the body."""
         c = self.world.client
         return all(c.getContactPoints(self.body, body, link, -1) for link in self.finger_links)
+
+    def contacts(self) -> tuple:
+        """Every contact point of the arm, in one PyBullet call (bodyA is always the arm)."""
+        return self.world.client.getContactPoints(self.body)
+
+    def gripped_bodies(self, contacts=None) -> set[int]:
+        """The bodies that `touching` holds true for, from one contact query (or `contacts`) instead of
+        two per body: both finger links touch the body's base link."""
+        contacts = self.contacts() if contacts is None else contacts
+        left, right = self.finger_links
+        by_link = {left: set(), right: set()}
+        for point in contacts:
+            if point[3] in by_link and point[4] == -1:
+                by_link[point[3]].add(point[2])
+        return by_link[left] & by_link[right]
 
     def shake(self) -> None:
         """Move up a little and back down, so that a loose grasp loses its object."""
