@@ -61,9 +61,9 @@ class FrankaArm:
         self.workspace = workspace
         c = world.client
         orientation = c.getQuaternionFromEuler(np.radians(config.base_orientation_deg))
+        self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
         self.body = c.loadURDF("franka_panda/panda.urdf", config.base_position, orientation,
-                               useFixedBase=True,
-                               flags=c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS)
+                               useFixedBase=True, flags=self_collision if config.self_collision else 0)
         self.link_index = {c.getJointInfo(self.body, j)[12].decode(): j for j in range(c.getNumJoints(self.body))}
         by_joint = {c.getJointInfo(self.body, j)[1].decode(): j for j in range(c.getNumJoints(self.body))}
         self.joints = [by_joint[name] for name in JOINT_NAMES]
@@ -75,13 +75,15 @@ class FrankaArm:
                                   effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
         for link in self.finger_links:
             c.changeDynamics(self.body, link, lateralFriction=1.0, spinningFriction=0.001)
-        # The real hand's fingers are mechanically coupled; a gear constraint makes them close
-        # symmetrically instead of one finger pushing the object into the other.
-        gear = c.createConstraint(self.body, self.finger_joints[0], self.body, self.finger_joints[1],
-                                  c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
-        c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
-        for j in self.finger_joints:
-            c.enableJointForceTorqueSensor(self.body, j, config.finger_force_sensors)
+        if config.finger_gear:
+            # The real hand's fingers are mechanically coupled; a gear constraint makes them close
+            # symmetrically instead of one finger pushing the object into the other.
+            gear = c.createConstraint(self.body, self.finger_joints[0], self.body, self.finger_joints[1],
+                                      c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
+            c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
+        if config.finger_force_sensors:  # off is PyBullet's default (turning off a missing one warns)
+            for j in self.finger_joints:
+                c.enableJointForceTorqueSensor(self.body, j, True)
         self.home = self.limits.clip_position(config.home)
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
                               self.home, self.grasp_link, self.joints,
@@ -208,11 +210,11 @@ class FrankaArm:
         arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
         """
         delta = np.asarray(delta, dtype=float)
-        position, _ = self.ee_pose()
+        position, orientation = self.ee_pose()
         target = position + delta[:3]
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target)
-        yaw = self.ee_yaw() + delta[3]
+        yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
         q = self.ik(target, yaw)
         if delta[4] != 0:
             self.gripper_open = bool(delta[4] > 0)

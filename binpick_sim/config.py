@@ -91,6 +91,8 @@ class ArmConfig:
     position_tolerance: float = 0.002
     max_steps: int = 240
     finger_force: float = 40.0
+    self_collision: bool = True  # collisions between the arm's own links (PyBullet's URDF_USE_SELF_COLLISION)
+    finger_gear: bool = True  # a gear constraint couples the fingers, as on the real hand
     ik_iterations: int = 100  # PyBullet descent iterations per IK pass
     ik_rounds: int = 6  # IK refinement passes after the first (until 0.1 mm), at most
 

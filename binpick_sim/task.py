@@ -7,7 +7,7 @@ is reached (never more than the objects the episode started with).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from .config import TaskConfig
 from .sim import BinPickingSim
@@ -28,8 +28,12 @@ class TaskStatus:
         return self.bin_collision or self.grab_limit_reached
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "grabbed": list(self.grabbed), "removed_outside": list(self.removed_outside),
-                "terminated": self.terminated}
+        # Built field by field: dataclasses.asdict deep-copies, ~50 us per env step for plain values.
+        return {**{f.name: getattr(self, f.name) for f in STATUS_FIELDS}, "grabbed": list(self.grabbed),
+                "removed_outside": list(self.removed_outside), "terminated": self.terminated}
+
+
+STATUS_FIELDS = fields(TaskStatus)
 
 
 class PickTask:
