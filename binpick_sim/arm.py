@@ -6,6 +6,7 @@ world as the seed does (until the target is reached or `max_steps`, or one step 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -92,6 +93,7 @@ class FrankaArm:
         world.add_step_hooks(before=self._run_controller)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
+        self._workspace_bounds: tuple[np.ndarray, np.ndarray] | None = None
 
     def _measure_tip_offset(self) -> float:
         """Height of the grasp target above the fingertips' lowest point, with the gripper pointing down
@@ -178,14 +180,19 @@ class FrankaArm:
         `velocities` is); values are used as given, so clip them first. This pair is the whole motor
         state: `targets` and `velocity_targets` report it back."""
         c = self.world.client
-        forces = self.limits.effort.copy()
-        forces[7:] = self.config.finger_force
+        forces = self.limits.effort.tolist()
+        forces[7:] = [float(self.config.finger_force)] * (len(forces) - 7)
+        # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
+        position_list = np.asarray(positions, dtype=float).tolist()
+        velocity_list = np.asarray(velocities, dtype=float).tolist()
+        max_velocities = self.limits.velocity.tolist()
+        motor, position_mode, velocity_mode = c.setJointMotorControl2, c.POSITION_CONTROL, c.VELOCITY_CONTROL
         for i, (j, force) in enumerate(zip(self.joints, forces)):
-            if np.isfinite(positions[i]):
-                c.setJointMotorControl2(self.body, j, c.POSITION_CONTROL, targetPosition=positions[i],
-                                        force=force, maxVelocity=self.limits.velocity[i])
+            if math.isfinite(position_list[i]):
+                motor(self.body, j, position_mode, targetPosition=position_list[i], force=force,
+                      maxVelocity=max_velocities[i])
             else:
-                c.setJointMotorControl2(self.body, j, c.VELOCITY_CONTROL, targetVelocity=velocities[i], force=force)
+                motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
         self.position_targets = np.array(positions, dtype=float)
         self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 
@@ -232,11 +239,15 @@ class FrankaArm:
 
     def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
-        high enough that the fingertips stay just clear of the floor, no upper limit."""
-        lower, upper = self.workspace.interior()
-        m = self.config.workspace_margin
-        floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
-        return np.array([lower[0] + m, lower[1] + m, floor]), np.array([upper[0] - m, upper[1] - m, np.inf])
+        high enough that the fingertips stay just clear of the floor, no upper limit (computed once:
+        the bin is fixed)."""
+        if self._workspace_bounds is None:
+            lower, upper = self.workspace.interior()
+            m = self.config.workspace_margin
+            floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
+            self._workspace_bounds = (np.array([lower[0] + m, lower[1] + m, floor]),
+                                      np.array([upper[0] - m, upper[1] - m, np.inf]))
+        return tuple(bound.copy() for bound in self._workspace_bounds)
 
     def clip_to_workspace(self, point) -> np.ndarray:
         lower, upper = self.workspace_bounds()

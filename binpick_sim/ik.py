@@ -46,7 +46,7 @@ class PandaIK:
             self.body, link, *pose, lowerLimits=self.lower.tolist(), upperLimits=self.upper.tolist(),
             jointRanges=(self.upper - self.lower).tolist(), restPoses=self.rest.tolist(),
             maxNumIterations=self.iterations, residualThreshold=1e-6)[:9])
-        error = self._set(q, position, link)
+        error = self._set(q, position, link) if rounds else np.inf  # with no refinement, only the end counts
         for _ in range(rounds):
             if error < TOLERANCE:
                 break

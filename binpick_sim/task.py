@@ -40,6 +40,7 @@ class PickTask:
     def __init__(self, sim: BinPickingSim, config: TaskConfig):
         self.sim = sim
         self.config = config
+        self._lift_height: float | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -85,9 +86,11 @@ class PickTask:
         return [o.name for o in lifted], shook
 
     def lift_height(self) -> float:
-        """Seed rule: a bin's height above the rim of the highest bin."""
-        bins = self.sim.scene.bins
-        return max(b.top for b in bins) + max(b.config.size[2] for b in bins)
+        """Seed rule: a bin's height above the rim of the highest bin (the bins are fixed: computed once)."""
+        if self._lift_height is None:
+            bins = self.sim.scene.bins
+            self._lift_height = max(b.top for b in bins) + max(b.config.size[2] for b in bins)
+        return self._lift_height
 
     def arm_touches_a_bin(self, contacts=None) -> bool:
         """An arm-bin contact closer than the threshold, among `contacts` (default: read them now)."""
