@@ -59,7 +59,7 @@ class PandaIK:
 
     def _set(self, q, position=None, link: int | None = None) -> float:
         # One call for the nine joints (the same state as nine resetJointState calls, ~10x cheaper).
-        self.client.resetJointStatesMultiDof(self.body, self.joints, [[float(value)] for value in q])
+        self.client.resetJointStatesMultiDof(self.body, self.joints, np.asarray(q, dtype=float).reshape(-1, 1).tolist())
         if position is None:
             return np.inf
         reached = self.client.getLinkState(self.body, self.link if link is None else link,
