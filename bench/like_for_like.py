@@ -14,8 +14,9 @@ Figures:
   not installed: `make bench` installs requirements-bench.txt);
 - the three envs on the default scene and on the one-object scene, against their own physics;
 - what the default scene's arm costs on top: the one-object scene with one of its features added back
-  at a time (finger gear constraint, finger force sensors, arm self-collision, the iterated IK), env
-  steps/s and us per physics step, and panda-gym's world in us per physics step during its episodes.
+  at a time (finger gear constraint, finger force sensors, arm self-collision, the iterated IK), and
+  what its object costs (taken out), in env steps/s and us per physics step; and panda-gym's world in
+  us per physics step during its episodes.
 Only `step` calls are timed; an episode that ends is reset outside the clock.
 """
 from __future__ import annotations
@@ -122,20 +123,29 @@ def peer() -> Timed:
 
 
 # What the default scene's arm has that the one-object scene (like panda-gym's) leaves out, each
-# added back on its own; the last adds all of them (the one-object scene with scene.yaml's arm).
+# added back on its own, then all four (the one-object scene with scene.yaml's arm); and the scene's
+# object taken out (a 1-3 cm mesh of ~180 vertices, where panda-gym has a box).
+ARM = {"arm.finger_gear": True, "arm.finger_force_sensors": True, "arm.self_collision": True}
+IK = {"arm.ik_iterations": 100, "arm.ik_rounds": 6}
 VARIANTS = {
-    "+ finger gear constraint": {"finger_gear": True},
-    "+ finger force sensors": {"finger_force_sensors": True},
-    "+ arm self-collision": {"self_collision": True},
-    "+ scene.yaml's IK (up to 7 passes of 100 iterations)": {"ik_iterations": 100, "ik_rounds": 6},
-    "+ all four (scene.yaml's arm)": {"finger_gear": True, "finger_force_sensors": True, "self_collision": True,
-                                      "ik_iterations": 100, "ik_rounds": 6},
+    "+ finger gear constraint": {"arm.finger_gear": True},
+    "+ finger force sensors": {"arm.finger_force_sensors": True},
+    "+ arm self-collision": {"arm.self_collision": True},
+    "+ scene.yaml's IK (up to 7 passes of 100 iterations)": IK,
+    "+ all four (scene.yaml's arm)": {**ARM, **IK},
+    "- its object (no object at all)": {"scene.pick_bin.min_objects": 0, "scene.pick_bin.max_objects": 0},
 }
 
 
-def variant_scene(folder: Path, arm_changes: dict) -> Path:
+def variant_scene(folder: Path, changes: dict) -> Path:
+    """The one-object scene with `changes` (dotted keys) applied, as a file in `folder`."""
     data = yaml.safe_load(ONE_OBJECT.read_text())
-    data["arm"].update(arm_changes)
+    for dotted, value in changes.items():
+        *parents, last = dotted.split(".")
+        node = data
+        for key in parents:
+            node = node[key]
+        node[last] = value
     path = folder / f"{len(list(folder.iterdir()))}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

@@ -5,7 +5,8 @@
 Random actions (seeded), state observations, the direct backend; the steps after a warm-up are
 profiled. PyBullet's functions are reached through a client object, so cProfile books their C time
 to the Python function that called them: `World.step` is the physics, `PandaIK.solve` the IK.
-Prints the time per env step of the functions that matter, then cProfile's own top list.
+Prints the CPU time per env step of the functions that matter (cumulative, profiler's own cost
+included), then cProfile's own top list.
 Uses nothing but the package and the standard library, so that it also profiles an older checkout:
 `PYTHONPATH=<checkout> python bench/profile_step.py ...`.
 """
@@ -40,7 +41,7 @@ def profile(scene: str | None, env_id: str, steps: int, seed: int = 0) -> tuple[
         actions = [env.action_space.sample() for _ in range(steps + 20)]
         for action in actions[:20]:  # warm up
             env.step(action)
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.process_time)  # CPU time: a busy machine inflates wall time
         start = time.process_time()
         for action in actions[20:]:
             profiler.enable()
