@@ -33,6 +33,7 @@ import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config, share_dir
 
+from .direct import scene_data
 from .figures import Figure
 
 # CPU time of this process: everything here runs on its one thread, and on a shared machine wall
@@ -139,15 +140,8 @@ VARIANTS = {
 
 def variant_scene(folder: Path, changes: dict) -> Path:
     """The one-object scene with `changes` (dotted keys) applied, as a file in `folder`."""
-    data = yaml.safe_load(ONE_OBJECT.read_text())
-    for dotted, value in changes.items():
-        *parents, last = dotted.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        node[last] = value
     path = folder / f"{len(list(folder.iterdir()))}.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump(scene_data(changes, ONE_OBJECT)))
     return path
 
 
