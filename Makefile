@@ -24,7 +24,7 @@ help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
 	@echo "make test   - set up .venv if needed and run the test suite"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
-	@echo "make bench  - benchmarks: table on stdout, JSON in build/bench.json"
+	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
 
 venv: $(STAMP)
 
@@ -45,7 +45,13 @@ test: $(STAMP)
 run: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.nodes.entry
 
-bench: $(STAMP)
+# Bench-only extras (panda-gym, the like-for-like peer) go into the same venv, after the runtime pins.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) requirements-bench.txt
+	$(PY) -m pip install --quiet --requirement requirements-bench.txt
+	@touch $@
+
+bench: $(BENCH_STAMP)
 	$(ROS_ENV) $(PY) -m bench.run
 
 # Re-resolve requirements.in into a fully pinned requirements.txt (needs the registry). pip's install

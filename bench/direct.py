@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+
+import yaml
 
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
@@ -20,3 +23,16 @@ def direct_sim(seed: int = 0, timestep: float | None = None, **camera_changes) -
     sim = BinPickingSim(config)
     sim.reset(seed=seed)
     return sim
+
+
+def scene_data(changes: dict, base: Path | None = None) -> dict:
+    """A scene file's contents (default: the package's) with `changes` applied, keyed by dotted paths
+    such as `arm.finger_gear`."""
+    data = yaml.safe_load((base or default_config()).read_text())
+    for dotted, value in changes.items():
+        *parents, last = dotted.split(".")
+        node = data
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return data

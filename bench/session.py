@@ -11,7 +11,8 @@ from rclpy.context import Context
 
 from binpick_sim.nodes.client import SimClient
 from binpick_sim.nodes.spawn import SimProcess
-from binpick_sim.paths import default_config
+
+from .direct import scene_data
 
 
 @contextlib.contextmanager
@@ -34,13 +35,6 @@ def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None =
 
 
 def scene_file(folder: Path, changes: dict) -> Path:
-    data = yaml.safe_load(default_config().read_text())
-    for dotted, value in changes.items():
-        *parents, last = dotted.split(".")
-        node = data
-        for key in parents:
-            node = node[key]
-        node[last] = value
     path = folder / "scene.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump(scene_data(changes)))
     return path

@@ -6,6 +6,7 @@ world as the seed does (until the target is reached or `max_steps`, or one step 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -76,30 +77,34 @@ class FrankaArm:
                                   effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
         self.home = self.limits.clip_position(config.home)
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
-                              self.home, self.grasp_link, self.joints)
+                              self.home, self.grasp_link, self.joints,
+                              rounds=config.ik_rounds, iterations=config.ik_iterations)
         self.controller: Callable[[], None] | None = None
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
         world.add_step_hooks(before=self._run_controller)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
+        self._workspace_bounds: tuple[np.ndarray, np.ndarray] | None = None
 
     def _load_body(self) -> None:
         c = self.world.client
+        self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
         self.body = c.loadURDF("franka_panda/panda.urdf", self.config.base_position, self.base_orientation,
-                               useFixedBase=True,
-                               flags=c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS)
+                               useFixedBase=True, flags=self_collision if self.config.self_collision else 0)
 
     def _set_up_body(self) -> None:
         c = self.world.client
         for link in self.finger_links:
             c.changeDynamics(self.body, link, lateralFriction=1.0, spinningFriction=0.001)
-        # The real hand's fingers are mechanically coupled; a gear constraint makes them close
-        # symmetrically instead of one finger pushing the object into the other.
-        gear = c.createConstraint(self.body, self.finger_joints[0], self.body, self.finger_joints[1],
-                                  c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
-        c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
-        for j in self.finger_joints:
-            c.enableJointForceTorqueSensor(self.body, j, self.config.finger_force_sensors)
+        if self.config.finger_gear:
+            # The real hand's fingers are mechanically coupled; a gear constraint makes them close
+            # symmetrically instead of one finger pushing the object into the other.
+            gear = c.createConstraint(self.body, self.finger_joints[0], self.body, self.finger_joints[1],
+                                      c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
+            c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
+        if self.config.finger_force_sensors:  # off is PyBullet's default (turning off a missing one warns)
+            for j in self.finger_joints:
+                c.enableJointForceTorqueSensor(self.body, j, True)
 
     def _reload_if_poisoned(self) -> None:
         """A NaN that once reached PyBullet (a NaN torque) stays in the body for good: resetting its joints
@@ -202,14 +207,19 @@ class FrankaArm:
         `velocities` is); values are used as given, so clip them first. This pair is the whole motor
         state: `targets` and `velocity_targets` report it back."""
         c = self.world.client
-        forces = self.limits.effort.copy()
-        forces[7:] = self.config.finger_force
+        forces = self.limits.effort.tolist()
+        forces[7:] = [float(self.config.finger_force)] * (len(forces) - 7)
+        # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
+        position_list = np.asarray(positions, dtype=float).tolist()
+        velocity_list = np.asarray(velocities, dtype=float).tolist()
+        max_velocities = self.limits.velocity.tolist()
+        motor, position_mode, velocity_mode = c.setJointMotorControl2, c.POSITION_CONTROL, c.VELOCITY_CONTROL
         for i, (j, force) in enumerate(zip(self.joints, forces)):
-            if np.isfinite(positions[i]):
-                c.setJointMotorControl2(self.body, j, c.POSITION_CONTROL, targetPosition=positions[i],
-                                        force=force, maxVelocity=self.limits.velocity[i])
+            if math.isfinite(position_list[i]):
+                motor(self.body, j, position_mode, targetPosition=position_list[i], force=force,
+                      maxVelocity=max_velocities[i])
             else:
-                c.setJointMotorControl2(self.body, j, c.VELOCITY_CONTROL, targetVelocity=velocities[i], force=force)
+                motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
         self.position_targets = np.array(positions, dtype=float)
         self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 
@@ -234,14 +244,14 @@ class FrankaArm:
         arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
         """
         delta = np.asarray(delta, dtype=float)
-        position, _ = self.ee_pose()
+        position, orientation = self.ee_pose()
         asked = position + delta[:3]
         target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target)
         target = self.solver.bound(target)
         self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
-        yaw = self.ee_yaw() + delta[3]
+        yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
         q = self.ik(target, yaw)
         if delta[4] != 0:
             self.gripper_open = bool(delta[4] > 0)
@@ -259,11 +269,15 @@ class FrankaArm:
 
     def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
-        high enough that the fingertips stay just clear of the floor, no upper limit."""
-        lower, upper = self.workspace.interior()
-        m = self.config.workspace_margin
-        floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
-        return np.array([lower[0] + m, lower[1] + m, floor]), np.array([upper[0] - m, upper[1] - m, np.inf])
+        high enough that the fingertips stay just clear of the floor, no upper limit (computed once:
+        the bin is fixed)."""
+        if self._workspace_bounds is None:
+            lower, upper = self.workspace.interior()
+            m = self.config.workspace_margin
+            floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
+            self._workspace_bounds = (np.array([lower[0] + m, lower[1] + m, floor]),
+                                      np.array([upper[0] - m, upper[1] - m, np.inf]))
+        return tuple(bound.copy() for bound in self._workspace_bounds)
 
     def clip_to_workspace(self, point) -> np.ndarray:
         lower, upper = self.workspace_bounds()
@@ -320,6 +334,21 @@ class FrankaArm:
         """Seed grasp check: both fingers have a contact point with the body."""
         c = self.world.client
         return all(c.getContactPoints(self.body, body, link, -1) for link in self.finger_links)
+
+    def contacts(self) -> tuple:
+        """Every contact point of the arm, in one PyBullet call (bodyA is always the arm)."""
+        return self.world.client.getContactPoints(self.body)
+
+    def gripped_bodies(self, contacts=None) -> set[int]:
+        """The bodies that `touching` holds true for, from one contact query (or `contacts`) instead of
+        two per body: both finger links touch the body's base link."""
+        contacts = self.contacts() if contacts is None else contacts
+        left, right = self.finger_links
+        by_link = {left: set(), right: set()}
+        for point in contacts:
+            if point[3] in by_link and point[4] == -1:
+                by_link[point[3]].add(point[2])
+        return by_link[left] & by_link[right]
 
     def shake(self) -> None:
         """Move up a little and back down, so that a loose grasp loses its object."""

@@ -138,6 +138,10 @@ class ArmConfig:
     position_tolerance: float = 0.002
     max_steps: int = 240
     finger_force: float = 40.0
+    self_collision: bool = True  # collisions between the arm's own links (PyBullet's URDF_USE_SELF_COLLISION)
+    finger_gear: bool = True  # a gear constraint couples the fingers, as on the real hand
+    ik_iterations: int = 100  # PyBullet descent iterations per IK pass
+    ik_rounds: int = 6  # IK refinement passes after the first (until 0.1 mm), at most
 
     def __post_init__(self):
         _check(len(self.home) == ARM_JOINTS, "home", f"needs {ARM_JOINTS} values (7 joints [rad], 2 fingers [m])")
@@ -146,6 +150,8 @@ class ArmConfig:
         _check(self.position_tolerance > 0, "position_tolerance", "must be > 0")
         _check(self.max_steps > 0, "max_steps", "must be > 0")
         _check(self.finger_force > 0, "finger_force", "must be > 0 N")
+        _check(0 < self.ik_iterations <= 10_000, "ik_iterations", "must be in [1, 10000]")
+        _check(0 <= self.ik_rounds <= 100, "ik_rounds", "must be in [0, 100] (0: the first pass only)")
 
 
 @dataclass(frozen=True)

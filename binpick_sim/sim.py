@@ -18,6 +18,7 @@ class BinPickingSim:
         self.scene = BinScene(self.world, config.scene)
         self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
         self.camera = Camera(self.world, config.camera, arm=self.arm)
+        self._meshes: dict = {}
 
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
         """New episode: arm home, pick bin refilled. The same seed gives the same episode."""
@@ -36,7 +37,17 @@ class BinPickingSim:
         views = []
         for obj in self.scene.objects:
             position, orientation = c.getBasePositionAndOrientation(obj.body)
-            shape = c.getVisualShapeData(obj.body)[0]
-            vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
-            views.append(ObjectView(obj.name, np.array(position), np.array(orientation), vertices))
+            views.append(ObjectView(obj.name, np.array(position), np.array(orientation), self._vertices(obj)))
         return views
+
+    def _vertices(self, obj) -> np.ndarray:
+        """An object's scaled mesh vertices, read once per object type and size (they never change
+        while it lives); shared between views, so read-only."""
+        key = (obj.urdf, obj.scale)
+        vertices = self._meshes.get(key)
+        if vertices is None:
+            shape = self.world.client.getVisualShapeData(obj.body)[0]
+            vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+            vertices.flags.writeable = False
+            self._meshes = {key: vertices}  # one object type per episode: keep only the latest
+        return vertices

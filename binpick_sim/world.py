@@ -40,13 +40,30 @@ import pybullet_data  # noqa: E402
 from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
 
-def connect(gui: bool = False) -> BulletClient:
+class Client(BulletClient):
+    """A BulletClient that binds each PyBullet function to its client id once, not on every call.
+
+    BulletClient looks the name up, checks it with `inspect` and wraps a function in a new partial on
+    every attribute access: about 5 us a call, which a 24-step env step with ~150 PyBullet calls
+    pays in full. The bound function is kept on the instance, so later look-ups are plain attribute
+    reads; the calls themselves (and so every result) are unchanged. `disconnect` is not kept, so
+    that the base class still marks the client as gone.
+    """
+
+    def __getattr__(self, name):
+        attribute = super().__getattr__(name)
+        if name != "disconnect":
+            self.__dict__[name] = attribute  # a bound function or a module constant
+        return attribute
+
+
+def connect(gui: bool = False) -> Client:
     if gui and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         # PyBullet's GUI would abort the whole process without a word about why
         raise ValueError("gui:=true needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set "
                          "(run headless with gui:=false, or set DISPLAY, e.g. under xvfb-run)")
     with quiet_stdout():
-        return BulletClient(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
+        return Client(connection_mode=pybullet.GUI if gui else pybullet.DIRECT)
 
 
 @dataclass(frozen=True)

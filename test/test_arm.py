@@ -149,3 +149,59 @@ def test_joint_states_report_nine_named_joints(sim):
     position, velocity, effort = sim.arm.joint_states()
     assert len(JOINT_NAMES) == len(position) == len(velocity) == len(effort) == 9
     assert np.abs(effort[1]) > 1.0  # the shoulder holds the arm up against gravity
+
+
+def test_self_collision_and_the_finger_gear_follow_the_scene_file(config):
+    """The one-object scene models the Panda as panda-gym does: fingers closed on nothing touch each
+    other only with self-collision on, and only the gear couples them."""
+    import dataclasses
+
+    from binpick_sim.sim import BinPickingSim
+
+    for on in (True, False):
+        arm_config = dataclasses.replace(config.arm, self_collision=on, finger_gear=on)
+        sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
+        try:
+            sim.reset(seed=0)
+            c, arm = sim.world.client, sim.arm
+            arm.actuate_gripper(False)
+            sim.world.step(50)
+            assert bool(c.getContactPoints(arm.body, arm.body)) == on
+            assert c.getNumConstraints() == (1 if on else 0)
+        finally:
+            sim.close()
+
+
+def test_ik_passes_and_iterations_follow_the_scene_file(config):
+    """`arm.ik_rounds: 0` makes one IK call per solve, of `arm.ik_iterations`; the error returned is the
+    distance left by the answer returned."""
+    import dataclasses
+
+    from binpick_sim.sim import BinPickingSim
+
+    arm_config = dataclasses.replace(config.arm, ik_rounds=0, ik_iterations=20)
+    sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
+    try:
+        sim.reset(seed=0)
+        arm, ik = sim.arm, sim.arm.solver
+        calls = []
+        solve = ik.client.calculateInverseKinematics
+        ik.client.calculateInverseKinematics = lambda *a, **k: calls.append(k["maxNumIterations"]) or solve(*a, **k)
+        position, orientation = arm.ee_pose()
+        target = position + [0.01, -0.005, -0.01]  # a delta action's size: one pass is enough
+        q, error = ik.solve(arm.joint_states()[0], target, orientation)
+        assert calls == [20]
+        ik._set(q)
+        reached = ik.client.getLinkState(ik.body, ik.link, computeForwardKinematics=True)[4]
+        assert error == pytest.approx(np.linalg.norm(np.subtract(reached, target)))
+        assert error < 0.005
+    finally:
+        sim.close()
+
+
+def test_the_default_ik_refines_until_a_tenth_of_a_millimetre(sim):
+    target = sim.scene.pick_bin.to_world([0.03, -0.02, 0.1])
+    q, error = sim.arm.solver.solve(sim.arm.joint_states()[0], target,
+                                    sim.world.client.getQuaternionFromEuler([np.pi, 0, 1.2]))
+    assert (sim.arm.solver.rounds, sim.arm.solver.iterations) == (6, 100)
+    assert error < 1e-4

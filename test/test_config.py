@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from binpick_sim.config import ConfigError, load_config, required_keys
-from binpick_sim.paths import default_config
+from binpick_sim.paths import default_config, share_dir
 
 
 @pytest.fixture
@@ -32,6 +32,21 @@ def test_default_scene_loads():
     assert len(config.arm.home) == 9
 
 
+def test_the_one_object_scene_has_panda_gyms_step_and_arm():
+    """config/scene_one_object.yaml: PandaPickAndPlace-v3's 0.04 s step in 2 ms physics steps, one object,
+    the Panda as panda-gym models it; the rest as the default scene."""
+    default = load_config(default_config())
+    config = load_config(share_dir() / "config" / "scene_one_object.yaml")
+    assert config.simulation.timestep == 0.002 and config.task.steps_per_action == 20
+    assert config.simulation.timestep * config.task.steps_per_action == pytest.approx(0.04)
+    assert config.scene.pick_bin.min_objects == config.scene.pick_bin.max_objects == 1
+    assert not (config.arm.self_collision or config.arm.finger_gear or config.arm.finger_force_sensors)
+    assert (config.arm.ik_iterations, config.arm.ik_rounds) == (20, 0)
+    assert (default.arm.ik_iterations, default.arm.ik_rounds) == (100, 6)
+    assert default.arm.self_collision and default.arm.finger_gear and default.arm.finger_force_sensors
+    assert config.scene.pick_bin.position == default.scene.pick_bin.position and config.camera == default.camera
+
+
 def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
     keys = required_keys()
     assert {"scene.pick_bin.position", "arm.base_position", "camera.position"} <= set(keys)
@@ -54,6 +69,12 @@ def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
     ("camera.fov_deg", float("nan"), "camera.fov_deg: expected a finite number"),
     ("camera.width", 0, "camera.width: must be > 0"),
     ("camera.far", 0.001, "camera.far: must be > near"),
+    ("arm.ik_iterations", 0, "arm.ik_iterations: must be in [1, 10000]"),
+    ("arm.ik_iterations", 2**63, "arm.ik_iterations: must be in [1, 10000]"),
+    ("arm.ik_iterations", 20.5, "arm.ik_iterations: expected an integer"),
+    ("arm.ik_rounds", -1, "arm.ik_rounds: must be in [0, 100]"),
+    ("arm.self_collision", "no", "arm.self_collision: expected true or false"),
+    ("arm.finger_gear", 1, "arm.finger_gear: expected true or false"),
 ])
 def test_mistyped_values_name_the_key(tmp_path, scene_data, key, value, expected):
     data = copy.deepcopy(scene_data)

@@ -117,6 +117,31 @@ def test_episodes_are_truncated_at_the_step_limit(tmp_path):
         env.close()
 
 
+def test_the_one_object_scene_steps_like_panda_gym():
+    """config/scene_one_object.yaml (the like-for-like benchmark's scene): each step is 0.04 s of sim
+    time in 20 physics steps of 2 ms, with one object; the same seed gives the same episode."""
+    scene = default_config().parent / "scene_one_object.yaml"
+    episodes = []
+    for _ in range(2):
+        env = make("binpick_sim/FrankaDelta-v0", config_file=scene, observation="state")
+        try:
+            env.reset(seed=4)
+            sim = env.unwrapped.backend.sim
+            assert sim.scene.object_count == 1
+            env.action_space.seed(4)
+            steps, trace = sim.world.step_count, []
+            for _ in range(5):
+                obs, _, terminated, _, info = env.step(env.action_space.sample())
+                trace.append(obs["joint_positions"])
+                assert not terminated
+            assert sim.world.step_count - steps == 5 * 20
+            assert info["episode_time"] == pytest.approx(5 * 0.04)
+            episodes.append(np.array(trace))
+        finally:
+            env.close()
+    assert np.array_equal(*episodes)
+
+
 def test_bad_actions_are_refused_and_the_env_goes_on():
     env = make("binpick_sim/FrankaPosition-v0", observation="state")
     try:

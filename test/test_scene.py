@@ -92,3 +92,33 @@ def test_train_and_test_sets_are_disjoint():
     train, test = object_files("train"), object_files("test")
     assert len(train) == 900 and len(test) == 100
     assert not set(train) & set(test)
+
+
+def test_a_client_binds_each_function_to_its_own_physics_server():
+    """World clients keep PyBullet's functions bound to their id (cheaper calls); two clients stay apart
+    and disconnecting still works."""
+    from binpick_sim.world import connect
+
+    first, second = connect(), connect()
+    try:
+        first.createMultiBody(0, first.createCollisionShape(first.GEOM_SPHERE, radius=0.1))
+        assert first.getNumBodies() == 1 and second.getNumBodies() == 0
+        assert first.getNumBodies is first.getNumBodies  # bound once, then a plain attribute
+        assert first.getNumBodies.keywords == {"physicsClientId": first._client}
+    finally:
+        first.disconnect()
+        second.disconnect()
+    assert first._client == -1
+
+
+def test_object_views_share_one_read_only_mesh_per_object_type(sim):
+    views = sim.object_views()
+    again = sim.object_views()
+    assert [v.name for v in views] == [o.name for o in sim.scene.objects]
+    assert all(a.vertices is b.vertices for a, b in zip(views, again))  # read once, not every step
+    assert not views[0].vertices.flags.writeable
+    shape = sim.world.client.getVisualShapeData(sim.scene.objects[0].body)[0]
+    assert np.array_equal(views[0].vertices, obj_vertices(shape[4].decode()) * np.asarray(shape[3]))
+    sim.reset(seed=1)  # another episode, maybe another object type and size: read anew
+    shape = sim.world.client.getVisualShapeData(sim.scene.objects[0].body)[0]
+    assert np.array_equal(sim.object_views()[0].vertices, obj_vertices(shape[4].decode()) * np.asarray(shape[3]))

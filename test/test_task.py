@@ -108,3 +108,32 @@ def test_shaking_verifies_a_firm_grab(config):
         assert np.linalg.norm(sim.arm.ee_pose()[0] - sim.scene.pick_bin.to_world([0, 0, 0.25])) < 0.01
     finally:
         sim.close()
+
+
+def test_one_contact_reading_says_what_the_per_pair_queries_say(task):
+    """update() reads the arm's contacts once (one PyBullet call) instead of two queries per object and
+    one per bin; for every body, holding an object and pressed onto a bin's rim, the answers agree."""
+    sim, task = task
+    c, arm = sim.world.client, sim.arm
+
+    def per_pair_bin_contact():
+        return any(point[8] < task.config.collision_threshold
+                   for b in sim.scene.bins for point in c.getContactPoints(arm.body, b.body))
+
+    obj = hold_above(sim, 0.05)
+    bodies = [c.getBodyUniqueId(i) for i in range(c.getNumBodies())]
+    assert arm.gripped_bodies() == {b for b in bodies if arm.touching(b)} == {obj.body}
+    assert task.arm_touches_a_bin() == per_pair_bin_contact()
+    wall = sim.scene.pick_bin.to_world([0.08, 0, 0.06])
+    arm.move_to(arm.ik(wall, arm.ee_yaw()))
+    arm.move_to(arm.ik(wall - [0, 0, 0.06], arm.ee_yaw()))  # down onto the rim
+    assert per_pair_bin_contact()
+    assert task.arm_touches_a_bin()
+    assert arm.gripped_bodies() == {b for b in bodies if arm.touching(b)}
+
+
+def test_the_rules_are_computed_from_fixed_bins_once(task):
+    sim, task = task
+    bins = sim.scene.bins
+    assert task.lift_height() == max(b.top for b in bins) + max(b.config.size[2] for b in bins)
+    assert task.lift_height() == task.lift_height()

@@ -1,0 +1,203 @@
+"""The in-process gym against its closest peer, like for like, and what the env adds to physics.
+
+Every env here runs random actions with state observations, all in this one process, taking turns
+in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's physics client
+has its `stepSimulation` timed, which gives, from the same steps:
+
+- env steps/s, and the steps/s its own `stepSimulation` calls alone would allow ("raw stepping of
+  the same world", same motions): their ratio is what the env, the task and the arm leave of it;
+- physics time per `stepSimulation` call, which tells what the scene costs.
+
+Figures:
+- FrankaDelta-v0 on `config/scene_one_object.yaml` (one object, panda-gym's 0.04 s step of 20 x 2 ms)
+  beside panda-gym's PandaPickAndPlace-v3 (the raw column holds panda-gym's figure; absent when it is
+  not installed: `make bench` installs requirements-bench.txt);
+- the three envs on the default scene and on the one-object scene, against their own physics;
+- what the default scene's arm costs on top: the one-object scene with one of its features added back
+  at a time (finger gear constraint, finger force sensors, arm self-collision, the iterated IK), and
+  what its object costs (taken out), in env steps/s and us per physics step; and panda-gym's world in
+  us per physics step during its episodes.
+Only `step` calls are timed; an episode that ends is reset outside the clock.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import yaml
+
+import binpick_sim.envs  # noqa: F401  (registers the ids)
+from binpick_sim.config import load_config
+from binpick_sim.paths import default_config, share_dir
+
+from .direct import scene_data
+from .figures import Figure
+
+# CPU time of this process: everything here runs on its one thread, and on a shared machine wall
+# time would also count the time other processes held the core.
+clock = time.process_time
+STEPS = 200  # env steps per env
+BLOCK = 10  # env steps per turn
+ONE_OBJECT = share_dir() / "config" / "scene_one_object.yaml"
+PEER_ID = "PandaPickAndPlace-v3"
+PEER_VERSION = "3.0.7"
+ENVS = ("FrankaDelta-v0", "FrankaPosition-v0", "FrankaVelocity-v0")
+GROUP = "like for like"
+
+
+def peer_available() -> bool:
+    try:
+        import panda_gym  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class Timed:
+    """One env taking its turns: the time its `step` calls and its physics calls took."""
+
+    env: gym.Env
+    client: object  # the PyBullet client whose stepSimulation is timed
+    seed: int = 0
+    steps: int = 0
+    step_time: float = 0.0
+    physics_time: float = 0.0
+    physics_calls: int = 0
+
+    def __post_init__(self):
+        self.env.reset(seed=self.seed)
+        self.env.action_space.seed(self.seed)
+        step = self.client.stepSimulation
+
+        def timed_step():
+            start = clock()
+            step()
+            self.physics_time += clock() - start
+            self.physics_calls += 1
+
+        self.client.stepSimulation = timed_step  # both clients look it up on every call
+        self.run(1)  # warm up
+        self.steps = self.physics_calls = 0
+        self.step_time = self.physics_time = 0.0
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            action = self.env.action_space.sample()
+            start = clock()
+            _, _, terminated, truncated, _ = self.env.step(action)
+            self.step_time += clock() - start
+            self.steps += 1
+            if terminated or truncated:
+                physics = self.physics_time, self.physics_calls
+                self.env.reset()
+                self.physics_time, self.physics_calls = physics  # resets' settling is not stepping
+
+    @property
+    def rate(self) -> float:
+        return self.steps / self.step_time
+
+    @property
+    def physics_rate(self) -> float:
+        """Env steps/s if the env did nothing but its stepSimulation calls."""
+        return self.steps / self.physics_time
+
+    @property
+    def physics_us(self) -> float:
+        return 1e6 * self.physics_time / self.physics_calls
+
+
+def binpick(name: str, scene) -> Timed:
+    env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
+    env.reset(seed=0)
+    return Timed(env, env.unwrapped.backend.sim.world.client)
+
+
+def peer() -> Timed:
+    import panda_gym  # noqa: F401  (registers the ids)
+
+    env = gym.make(PEER_ID)
+    return Timed(env, env.unwrapped.sim.physics_client)
+
+
+# What the default scene's arm has that the one-object scene (like panda-gym's) leaves out, each
+# added back on its own, then all four (the one-object scene with scene.yaml's arm); and the scene's
+# object taken out (a 1-3 cm mesh of ~180 vertices, where panda-gym has a box).
+ARM = {"arm.finger_gear": True, "arm.finger_force_sensors": True, "arm.self_collision": True}
+IK = {"arm.ik_iterations": 100, "arm.ik_rounds": 6}
+VARIANTS = {
+    "+ finger gear constraint": {"arm.finger_gear": True},
+    "+ finger force sensors": {"arm.finger_force_sensors": True},
+    "+ arm self-collision": {"arm.self_collision": True},
+    "+ scene.yaml's IK (up to 7 passes of 100 iterations)": IK,
+    "+ all four (scene.yaml's arm)": {**ARM, **IK},
+    "- its object (no object at all)": {"scene.pick_bin.min_objects": 0, "scene.pick_bin.max_objects": 0},
+}
+
+
+def variant_scene(folder: Path, changes: dict) -> Path:
+    """The one-object scene with `changes` (dotted keys) applied, as a file in `folder`."""
+    path = folder / f"{len(list(folder.iterdir()))}.yaml"
+    path.write_text(yaml.safe_dump(scene_data(changes, ONE_OBJECT)))
+    return path
+
+
+def measure() -> list[Figure]:
+    scenes = {"default scene": default_config(), "one-object scene": ONE_OBJECT}
+    runs: dict[str, Timed] = {}
+    if peer_available():
+        runs["peer"] = peer()
+    for scene, path in scenes.items():
+        for name in ENVS:
+            runs[f"{name}, {scene}"] = binpick(name, path)
+    with tempfile.TemporaryDirectory() as folder:
+        for variant, changes in VARIANTS.items():
+            runs[variant] = binpick("FrankaDelta-v0", variant_scene(Path(folder), changes))
+    try:
+        for _ in range(STEPS // BLOCK):
+            for run in runs.values():
+                run.run(BLOCK)
+    finally:
+        for run in runs.values():
+            run.env.close()
+
+    like = runs["FrankaDelta-v0, one-object scene"]
+    steps = {scene: load_config(path).task.steps_per_action for scene, path in scenes.items()}
+    mine = f"{steps['one-object scene']} x {load_config(ONE_OBJECT).simulation.timestep * 1000:g} ms steps"
+    figures = []
+    if "peer" in runs:
+        p = runs["peer"]
+        figures += [
+            Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s", p.rate,
+                   f"raw: panda-gym {PEER_VERSION} {PEER_ID}, state, 20 x 2 ms steps, same run"),
+            Figure(GROUP, f"panda-gym {PEER_ID}, state", p.rate, "steps/s", p.physics_rate,
+                   "raw: its own stepSimulation calls"),
+        ]
+    else:
+        figures.append(Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s",
+                              note="panda-gym not installed: pip install -r requirements-bench.txt"))
+    for scene in scenes:
+        for name in ENVS:
+            run = runs[f"{name}, {scene}"]
+            figures.append(Figure(GROUP, f"{name} direct, state, {scene}", run.rate, "steps/s", run.physics_rate,
+                                  f"raw: its own {steps[scene]} stepSimulation calls"))
+    figures.append(Figure(GROUP, "one-object world, during FrankaDelta-v0 episodes", like.physics_us,
+                          "us/physics step"))
+    for variant in VARIANTS:
+        run = runs[variant]
+        figures.append(Figure(GROUP, f"FrankaDelta-v0, one-object scene {variant}", run.rate, "steps/s", like.rate,
+                              "raw: the one-object scene"))
+        figures.append(Figure(GROUP, f"one-object world {variant}", run.physics_us, "us/physics step",
+                              like.physics_us, "raw: the one-object world"))
+    if "peer" in runs:
+        figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world, during its episodes", runs["peer"].physics_us,
+                              "us/physics step", like.physics_us, "raw: the one-object world"))
+    return figures
+
+
+if __name__ == "__main__":
+    for figure in measure():
+        print(figure.as_dict())
