@@ -43,6 +43,9 @@ class WorldNode(Node):
                                          "under reasoning/) in this process.", read_only=True)
         lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
                            "observation after each request (for the gym envs).", read_only=True)
+        self.executor_kind = declare(self, "executor", "events", "Executor of the process's short callbacks: events "
+                                     "(rclpy's EventsExecutor), single (SingleThreadedExecutor) or multi (4 "
+                                     "threads); for measuring, see the README's Executor section.", read_only=True)
         self.keep_object_type = declare(self, "keep_object_type", False,
                                         "Refill the pick bin with the same object type at the next world/reset.")
 
