@@ -63,7 +63,7 @@ class SimStack:
         if self.world.camera_enabled:
             self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
         if self.world.task_enabled:
-            self.nodes.append(TaskNode(self.sim, self.loop, **options("task")))
+            self.nodes.append(TaskNode(self.sim, self.loop, self.nodes[1], **options("task")))
         if self.world.robot_interface:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
