@@ -49,7 +49,7 @@ class TaskNode(Node):
                                            values=lambda: {"grabs": self.task.grabs, "episode": self.episode})
         if arm is not None and loop.lockstep:
             self.create_subscription(Float64MultiArray, STEP_TOPIC, self.on_step, 10)
-        loop.every(1.0 / rate, self.update)
+        loop.every(1.0 / rate, self.update, wall_cap=False)  # grabs are judged at `rate` of sim time
         loop.when_settled(self.update, first=True)
 
     # --- executor thread ----------------------------------------------------------------------
