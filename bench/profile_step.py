@@ -27,12 +27,12 @@ PARTS = [
 ]
 
 
-def run(steps: int = STEPS) -> float:
+def run(steps: int = STEPS, env_id: str = "binpick_sim/FrankaDelta-v0") -> float:
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
 
-    env = gym.make("binpick_sim/FrankaDelta-v0", backend="ros", observation="state")
+    env = gym.make(env_id, backend="ros", observation="state")
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
@@ -70,8 +70,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--summary", help="summarise a py-spy raw profile instead of running")
     parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--env", default="binpick_sim/FrankaDelta-v0")
     args = parser.parse_args()
     if args.summary:
         print(summary(args.summary))
     else:
-        print(f"{run(args.steps):.1f} env steps/s")
+        print(f"{run(args.steps, args.env):.1f} env steps/s")

@@ -90,7 +90,10 @@ class RosBackend:
     _count = itertools.count()
     TIMEOUT = TIMEOUT
 
-    def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None):
+    def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
+                 sim_parameters: dict | None = None):
+        """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
+        {"executor": "single"} to compare executors."""
         import rclpy
         from rclpy.context import Context
         from rclpy.experimental import EventsExecutor
@@ -105,7 +108,7 @@ class RosBackend:
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
         self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
-                                   "arm:velocity_timeout": 0.0},
+                                   "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                   log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
         self.context = Context()
         rclpy.init(context=self.context)
@@ -121,8 +124,8 @@ class RosBackend:
         self.request = 0
         self.vertices: dict[tuple, np.ndarray] = {}  # scaled meshes by (file, scale): they never change
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
-            s.get_publisher_count() > 0 for s in self.client.subscriptions.values()), self.TIMEOUT,
-                               f"the sim process in {self.namespace}")
+            s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
+            self.TIMEOUT, f"the sim process in {self.namespace}")
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter
