@@ -30,6 +30,10 @@ from .world_node import WorldNode
 
 
 SPIN_PERIOD = 0.1  # s: longest an executor thread waits before it looks at the stop flag again
+# s: how long a thread waiting for the GIL lets the running one go on (CPython's default: 5 ms). The
+# physics thread, running as fast as it can, holds the GIL but for moments; with the default, every
+# message the executor thread takes waited up to 5 ms for it. 0.5 ms is about one physics step.
+SWITCH_INTERVAL = 0.0005
 EXECUTORS = ("events", "single", "multi")
 
 
@@ -96,6 +100,7 @@ class SimStack:
         return self
 
     def _start_threads(self, main: bool) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self._serving = True
         self.loop.start()
         executors = ([self.executor] if main else []) + ([self.slow_executor] if self.slow_executor else [])
