@@ -1,6 +1,7 @@
 """A fixed amount of ROS env steps to profile (FrankaDelta-v0, state, seed 0), e.g.
 
-    py-spy record --subprocesses --idle --format raw -o build/ros_step.txt -- python -m bench.profile_step
+    py-spy record --nonblocking --subprocesses --threads -r 250 --format raw -o build/ros_step.txt \
+        -- python -m bench.profile_step
     python -m bench.profile_step --summary build/ros_step.txt
 
 The summary splits the samples of each process into where one env step's time goes (see `PARTS`).
@@ -12,19 +13,24 @@ import collections
 import time
 
 STEPS = 300
-# (part, frame substrings that put a sample there); the first part that matches a stack wins, from
-# the innermost frame outwards
+RATE = 250  # py-spy samples per second (-r)
+# (part, frame substrings): a sample goes to the first part any of its frames matches, looking from the
+# innermost frame outwards; start-up and shut-down samples are left out (see SETUP)
 PARTS = [
-    ("physics (stepSimulation)", ("stepSimulation", "world.py:step")),
-    ("IK and arm (PyBullet)", ("calculateInverseKinematics", "delta_targets", "set_position_targets",
-                               "joint_states", "ee_pose", "getLinkState")),
-    ("task rules", ("task.py",)),
-    ("publish (serialize + DDS write)", ("publish (rclpy/publisher.py",)),
-    ("take (DDS read + deserialize)", ("_take", "take_message", "handle_subscription", "take (")),
-    ("JSON", ("json/",)),
-    ("executor bookkeeping", ("rclpy/executors.py", "events_executor", "spin_once")),
-    ("waiting (idle, GIL free)", ("wait (threading.py", "get (queue.py", "_drain", "poll (")),
+    ("physics: stepSimulation", ("World.step (",)),
+    ("IK (delta commands)", ("PandaIK.", "FrankaArm.ik (")),
+    ("task rules", ("PickTask.", "BinScene.remove_objects_outside_bins", "FrankaArm.touching")),
+    ("observation built (PyBullet reads)", ("TaskNode.observation", "DirectBackend.observe", "object_views")),
+    ("JSON", ("json/", "(json")),
+    ("publish (serialize, DDS write)", ("Publisher.publish (",)),
+    ("arm command: checks, targets", ("ArmNode.", "TaskNode.on_step")),
+    ("take + callbacks (executor)", ("handle_subscription", "_take", "take_message", "execute_callback")),
+    ("executor bookkeeping (rclpy)", ("rclpy/executors.py", "SimStack._serve", "spin_once")),
+    ("client wait loop", ("SimClient.spin_until",)),
+    ("physics thread hand-off", ("PhysicsLoop.",)),
 ]
+SETUP = ("_find_and_load", "__init__ (binpick_sim", "BinPickingSim.reset", "close (", "destroy", "Popen",
+         "RosBackend.__init__", "RosBackend.reset", "make_backend", "TemporaryDirectory")
 
 
 def run(steps: int = STEPS, env_id: str = "binpick_sim/FrankaDelta-v0") -> float:
@@ -44,25 +50,31 @@ def run(steps: int = STEPS, env_id: str = "binpick_sim/FrankaDelta-v0") -> float
         env.close()
 
 
-def summary(path: str) -> str:
-    """Per process (pid) and thread: share of samples in each part, from py-spy's raw format."""
+def summary(path: str, steps: int = STEPS, rate: float = RATE) -> str:
+    """Milliseconds per env step of each process and thread in each part, from py-spy's raw format
+    (recorded with --threads and without --idle: samples of threads that were running)."""
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    for line in open(path):
-        stack, _, n = line.rstrip().rpartition(" ")
+    samples = [line.rstrip().rpartition(" ") for line in open(path)]
+    names = {}  # thread id -> name, where some sample had it
+    for stack, _, _ in samples:
+        for frame in stack.split(";"):
+            if frame.startswith("thread (") and ": " in frame:
+                names[frame.split(": ")[0]] = frame.split(": ", 1)[1]
+    for stack, _, n in samples:
         frames = stack.split(";")
-        where = frames[0] + " " + (frames[1] if len(frames) > 1 and frames[1].startswith("thread") else "")
-        part = "other Python"
-        for frame in reversed(frames):
-            hit = next((name for name, keys in PARTS if any(k in frame for k in keys)), None)
-            if hit:
-                part = hit
-                break
-        counts[where.strip()][part] += int(n)
+        if any(key in frame for frame in frames for key in SETUP):
+            continue
+        process = "sim" if any("binpick_sim.nodes.stack" in f for f in frames if f.startswith("process ")) else "client"
+        thread = next((f for f in frames if f.startswith("thread (")), "?")
+        thread = names.get(thread.split(": ")[0], thread)
+        part = next((name for frame in reversed(frames) for name, keys in PARTS if any(k in frame for k in keys)),
+                    "other Python / native")
+        counts[f"{process} {thread}"][part] += int(n)
     lines = []
+    per_step = 1000.0 / rate / steps
     for where, parts in sorted(counts.items(), key=lambda kv: -sum(kv[1].values())):
-        total = sum(parts.values())
-        lines.append(f"{where}: {total} samples")
-        lines += [f"    {share / total:6.1%}  {part}" for part, share in parts.most_common()]
+        lines.append(f"{where}: {sum(parts.values()) * per_step:.2f} ms per env step")
+        lines += [f"    {n * per_step:6.2f} ms  {part}" for part, n in parts.most_common()]
     return "\n".join(lines)
 
 
@@ -73,6 +85,6 @@ if __name__ == "__main__":
     parser.add_argument("--env", default="binpick_sim/FrankaDelta-v0")
     args = parser.parse_args()
     if args.summary:
-        print(summary(args.summary))
+        print(summary(args.summary, args.steps))
     else:
         print(f"{run(args.steps, args.env):.1f} env steps/s")
