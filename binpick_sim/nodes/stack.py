@@ -6,7 +6,7 @@ callback (commands, lock-step requests, resets, parameters) on rclpy's EventsExe
 callbacks that block for long (the control_msgs action servers, which follow a goal to its end, and
 the reasoning services) run on a separate thread pool, so they never hold the short ones up. A
 4-thread MultiThreadedExecutor for everything, as before, cost about 4x the CPU per lock-step step
-(rclpy 7.1.6 rebuilds its wait set for every no-op task wake-up); the README's "Executor" section
+(rclpy 7.1.6 rebuilds its wait set for every no-op task wake-up); the README's "Executor and threads" section
 has the comparison (the world's `executor` parameter selects another for measuring).
 """
 from __future__ import annotations
