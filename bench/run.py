@@ -16,7 +16,8 @@ from tqdm import tqdm  # noqa: E402
 
 from .figures import Figure, machine  # noqa: E402
 
-MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "memory"]
+MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
+           "memory"]
 
 
 def collect(names: list[str]) -> list[Figure]:

@@ -16,15 +16,15 @@ from .direct import scene_data
 
 
 @contextlib.contextmanager
-def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None = None):
+def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None = None, **client_options):
     """Start `sim` with `parameters` (and a scene file with `config_changes` merged in); yield the
-    process and a connected client."""
+    process and a connected client (`client_options`: SimClient's, e.g. its executor)."""
     with tempfile.TemporaryDirectory() as folder:
         config_path = scene_file(Path(folder), config_changes or {})
         context = Context()
         rclpy.init(context=context)
         process = SimProcess({"config": config_path, **parameters}, log=Path(folder) / "sim.log")
-        client = SimClient("bench", context=context, topics=topics)
+        client = SimClient("bench", context=context, topics=topics, **client_options)
         try:
             client.wait_for_topics(list(topics), timeout=120)
             yield process, client

@@ -26,14 +26,21 @@ MAX_LAG = 0.25  # wall seconds the loop may fall behind before it stops trying t
 class _Periodic:
     period: float
     callback: Callable[[], None]
-    due: float
+    due: float  # sim time
+    wall_cap: bool = True  # bookkeeping that must keep its sim-time rate says False
+    wall_due: float = 0.0  # wall time (monotonic), when the rate is capped in wall time too
 
 
 class PhysicsLoop:
-    def __init__(self, world: World, realtime_factor: float = 1.0, lockstep: bool = False):
+    def __init__(self, world: World, realtime_factor: float = 1.0, lockstep: bool = False,
+                 wall_rate_cap: bool = False):
+        """`wall_rate_cap`: running faster than real time (realtime_factor 0 or > 1), periodic work runs
+        at its period of sim time *or* of wall time, whichever is longer: nobody can use a topic
+        faster than its rate in wall time, and every message costs the physics thread."""
         self.world = world
         self.realtime_factor = realtime_factor
         self.lockstep = lockstep
+        self.wall_rate_cap = wall_rate_cap
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self._periodic: list[_Periodic] = []
         self._settled: list[Callable[[], None]] = []
@@ -79,11 +86,12 @@ class PhysicsLoop:
         (`first`: before the callbacks registered so far, e.g. task bookkeeping before publishers)."""
         self._settled.insert(0, callback) if first else self._settled.append(callback)
 
-    def every(self, period: float, callback: Callable[[], None]) -> None:
-        """Call `callback` on the physics thread once per `period` seconds of sim time."""
+    def every(self, period: float, callback: Callable[[], None], wall_cap: bool = True) -> None:
+        """Call `callback` on the physics thread once per `period` seconds of sim time (and, with
+        `wall_cap` and the loop's `wall_rate_cap`, not more often than once per `period` wall seconds)."""
         if period <= 0:
             raise ValueError(f"period must be > 0 s, got {period}")
-        self._periodic.append(_Periodic(period, callback, self.world.time + period))
+        self._periodic.append(_Periodic(period, callback, self.world.time + period, wall_cap))
 
     def on_physics_thread(self) -> bool:
         return self._thread is not None and threading.current_thread() is self._thread
@@ -144,9 +152,15 @@ class PhysicsLoop:
             if self._budget == 0:
                 self._settle()
             return
-        now = self.world.time
+        now, wall = self.world.time, None
+        capped = self.wall_rate_cap and not 0 < self.realtime_factor <= 1
         for task in self._periodic:
             if now + 1e-9 >= task.due:
+                if capped and task.wall_cap:
+                    wall = time.monotonic() if wall is None else wall
+                    if wall < task.wall_due:
+                        continue  # due in sim time, not yet in wall time: stays due
+                    task.wall_due = wall + task.period
                 task.due = max(task.due + task.period, now)
                 self._guarded(task.callback)
 

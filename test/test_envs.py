@@ -192,3 +192,30 @@ def test_scripted_picker_grabs_an_object():
         assert info["grabs"] == 1 and not info["bin_collision"]
     finally:
         env.close()
+
+
+def test_a_dead_sim_is_reported_at_once_with_its_exit_status_and_log():
+    """kill -9 of the ROS backend's private sim: step and reset raise SimProcessDied promptly (well
+    under the backend's 120 s per-call timeout), naming the signal and quoting the sim's log, and every
+    later call does the same."""
+    import signal
+    import time
+
+    from binpick_sim.nodes.spawn import SimProcessDied
+
+    env = make("binpick_sim/FrankaDelta-v0", backend="ros", observation="state")
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(5, np.float32))
+        process = env.unwrapped.backend.process
+        process.process.send_signal(signal.SIGKILL)
+        process.process.wait(30)
+        for call in (lambda: env.step(np.zeros(5, np.float32)), lambda: env.reset(seed=1),
+                     lambda: env.step(np.zeros(5, np.float32))):
+            start = time.monotonic()
+            with pytest.raises(SimProcessDied, match="exit status -9 \\(killed by SIGKILL\\)") as raised:
+                call()
+            assert time.monotonic() - start < 30  # promptly: far below the 120 s a lost reply waits
+            assert "last lines of its log" in str(raised.value) and "episode" in str(raised.value)
+    finally:
+        env.close()

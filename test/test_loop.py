@@ -83,3 +83,24 @@ def test_real_time_is_never_outrun(world):
     finally:
         loop.stop()
     assert 0 < sim_time <= wall + 0.02
+
+
+def test_the_wall_rate_cap_keeps_periodic_work_to_its_rate_in_wall_time_when_faster(world):
+    """Faster than real time, capped work runs at most once per period of wall time (it stays due and
+    runs at the next step that allows it); uncapped bookkeeping keeps every period of sim time."""
+    loop = PhysicsLoop(world, realtime_factor=0, wall_rate_cap=True)
+    capped, kept = [], []
+    loop.every(0.5, lambda: capped.append(world.time))
+    loop.every(0.5, lambda: kept.append(world.time), wall_cap=False)
+    started = time.monotonic()
+    loop.start()
+    try:
+        deadline = time.monotonic() + 30
+        while world.time < 3.0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen_capped, seen_kept, sim_time = loop.run(lambda: (list(capped), list(kept), world.time))
+        elapsed = time.monotonic() - started
+    finally:
+        loop.stop()
+    assert len(seen_kept) == int(sim_time / 0.5 + 1e-9)  # every 0.5 s of sim time
+    assert 1 <= len(seen_capped) <= min(len(seen_kept), elapsed / 0.5 + 1)  # and never more than wall allows

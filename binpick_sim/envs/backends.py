@@ -11,17 +11,20 @@ import itertools
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..config import Config, save_config
-from ..policy import ObjectView
+from ..policy import ObjectView, obj_vertices
 from ..sim import BinPickingSim
 from ..task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
+TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
+RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
 
 
 @dataclass
@@ -75,52 +78,54 @@ class DirectBackend:
 
 
 class RosBackend:
-    """A private `sim` process in lock-step mode, in a namespace of its own, driven over its topics."""
+    """A private `sim` process in lock-step mode, in a namespace of its own, driven over its topics.
+
+    One env step is one request on `task/step` (the command and the number of physics steps) and one
+    reply on `task/observation` (JSON: the task's report and the state observed after the steps); in
+    image mode the camera's images stamped at that time come with it. If the process dies, every call
+    raises SimProcessDied at once (within one pass of the wait loop), naming its exit status and the
+    last lines of its log.
+    """
 
     _count = itertools.count()
-    TIMEOUT = 120.0  # s to wait for the process to come up or for one step
+    TIMEOUT = TIMEOUT
 
-    def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None):
+    def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
+                 sim_parameters: dict | None = None):
+        """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
+        {"executor": "single"} to compare executors."""
         import rclpy
         from rclpy.context import Context
-        from rclpy.qos import DurabilityPolicy, QoSProfile
-        from std_msgs.msg import String, UInt32, UInt64
+        from rclpy.experimental import EventsExecutor
+        from std_msgs.msg import Float64MultiArray, String
 
         from ..nodes.client import TOPICS, SimClient
         from ..nodes.spawn import SimProcess
+        from ..nodes.task_node import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
         self.namespace = namespace or f"/binpick_env_{os.getpid()}_{next(self._count)}"
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
         self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
-                                   "arm:velocity_timeout": 0.0},
+                                   "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                   log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
         self.context = Context()
         rclpy.init(context=self.context)
-        topics = {t: TOPICS[t] for t in ("joint_states", "arm/ee_pose", "world/objects")}
-        topics["task/status"] = String
+        topics = {OBSERVATION_TOPIC: String}
         if images:
             topics.update({t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw")})
-        self.client = SimClient("gym_env", namespace=self.namespace, context=self.context, topics=topics)
-        self.received = 0
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.client.node.create_subscription(UInt64, "arm/commands_received", self._on_count, latched)
-        self.stepper = self.client.node.create_publisher(UInt32, "world/step", 10)
-        self.sent = 0
-        self.sequence = 0
-        self.UInt32 = UInt32
-        self.client.spin_until(lambda: self.stepper.get_subscription_count() > 0 or not self.process.running(),
-                               self.TIMEOUT, f"the sim process in {self.namespace}")
-        self._check_alive()
-
-    def _on_count(self, msg) -> None:
-        self.received = msg.data
-
-    def _check_alive(self) -> None:
-        if not self.process.running():
-            log = (Path(self.folder.name) / "sim.log").read_text()
-            raise RuntimeError(f"the sim process for {self.namespace} exited:\n{log[-2000:]}")
+        self.client = SimClient("gym_env", namespace=self.namespace, context=self.context, topics=topics,
+                                executor=EventsExecutor)
+        self.client.watchdog = self.process.check_alive
+        self.observation_topic = OBSERVATION_TOPIC
+        self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
+        self.Float64MultiArray, self.codes = Float64MultiArray, {name: i for i, name in enumerate(STEP_COMMANDS)}
+        self.request = 0
+        self.vertices: dict[tuple, np.ndarray] = {}  # scaled meshes by (file, scale): they never change
+        self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
+            s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
+            self.TIMEOUT, f"the sim process in {self.namespace}")
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter
@@ -132,40 +137,54 @@ class RosBackend:
         answer = self.client.call("world/reset", timeout=self.TIMEOUT)
         if not answer.success:
             raise RuntimeError(f"world/reset failed: {answer.message}")
-        return self._advance(0)
+        # The first exchange may race discovery (the sim's writers matching this client's readers, the
+        # camera rendering only for readers it knows): asking again for nothing is harmless.
+        deadline = time.monotonic() + self.TIMEOUT
+        while True:
+            try:
+                return self._exchange("none", [], 0, timeout=RETRY)
+            except TimeoutError:
+                if time.monotonic() > deadline:
+                    raise
 
     def step(self, command: str, values: np.ndarray, steps: int) -> Observation:
-        self.client.send(command, values)
-        self.sent += 1
-        self.client.spin_until(lambda: self.received >= self.sent, self.TIMEOUT, "the arm node to take the command")
-        return self._advance(steps)
+        return self._exchange(command, values, steps)
 
-    def _advance(self, steps: int) -> Observation:
-        """Ask for `steps` physics steps and wait for the one observation published after them."""
-        self.stepper.publish(self.UInt32(data=steps))
-        self.sequence += 1
-        self.client.spin_until(lambda: self._status().get("sequence", 0) >= self.sequence, self.TIMEOUT,
+    def _exchange(self, command: str, values, steps: int, timeout: float = TIMEOUT) -> Observation:
+        """Send one task/step request and wait for its reply (and, in image mode, its images)."""
+        self.request += 1
+        request = self.request
+        self.requester.publish(self.Float64MultiArray(
+            data=[float(request), float(self.codes[command]), float(steps), *map(float, values)]))
+        self.client.spin_until(lambda: self._reply().get("request", 0) >= request, timeout,
                                f"the observation after {steps} steps")
-        status = self._status()
-        stamp = status["stamp"]
-        stamped = ["joint_states", "arm/ee_pose"] + (["camera/image_raw", "camera/depth/image_raw"] if self.images else [])
-        for topic in stamped:
-            self.client.wait_for_stamp(topic, stamp, timeout=self.TIMEOUT)
-        self.client.spin_until(lambda: self._markers_stamp() >= stamp - 1e-9, self.TIMEOUT, "world/objects")
-        js = self.client.latest["joint_states"]
-        position, orientation = self.client.ee_pose()
-        return Observation(np.array(js.position), np.array(js.velocity), position, orientation, status, stamp,
+        reply = self._reply()
+        if not reply["taken"]:
+            raise ValueError(f"the arm node rejected the {command} command {list(values)} (see its log)")
+        stamp = reply["stamp"]
+        if self.images:
+            for topic in ("camera/image_raw", "camera/depth/image_raw"):
+                self.client.wait_for_stamp(topic, stamp, timeout=timeout)
+        status = {k: v for k, v in reply.items() if k not in OBSERVED}
+        return Observation(np.array(reply["joint_positions"]), np.array(reply["joint_velocities"]),
+                           np.array(reply["ee_position"]), np.array(reply["ee_orientation"]), status, stamp,
                            rgb=self.client.rgb() if self.images else None,
-                           depth=self.client.depth() if self.images else None, objects=self.client.objects())
+                           depth=self.client.depth() if self.images else None,
+                           objects=[self._object(*o) for o in reply["objects"]])
 
-    def _status(self) -> dict:
-        msg = self.client.latest.get("task/status")
-        return json.loads(msg.data) if msg is not None else {}
+    def _reply(self) -> dict:
+        msg = self.client.latest.get(self.observation_topic)
+        if msg is None:
+            return {}
+        if getattr(self, "_parsed", (None,))[0] is not msg:
+            self._parsed = (msg, json.loads(msg.data))
+        return self._parsed[1]
 
-    def _markers_stamp(self) -> float:
-        msg = self.client.latest.get("world/objects")
-        stamp = msg.markers[0].header.stamp if msg is not None and msg.markers else None
-        return stamp.sec + stamp.nanosec * 1e-9 if stamp else -1.0
+    def _object(self, name: str, position, orientation, mesh: str, scale) -> ObjectView:
+        key = (mesh, tuple(scale))
+        if key not in self.vertices:  # as BinPickingSim.object_views computes them
+            self.vertices[key] = obj_vertices(mesh) * np.asarray(scale)
+        return ObjectView(name, np.array(position), np.array(orientation), self.vertices[key])
 
     def _set_world_parameters(self, parameters) -> None:
         from rclpy.parameter_client import AsyncParameterClient
@@ -185,6 +204,9 @@ class RosBackend:
         rclpy.try_shutdown(context=self.context)
         self.process.stop()
         self.folder.cleanup()
+
+
+OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects")
 
 
 def make_backend(name: str, config: Config, images: bool, gui: bool = False, **options):

@@ -77,6 +77,7 @@ class ArmNode(Node):
         self.count_publisher = self.create_publisher(UInt64, "arm/commands_received", latched)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time)
         self.loop.every(1.0 / rate, self.publish_state)
+        self.loop.every(1.0 / rate, self.expire_velocity, wall_cap=False)  # in sim time, however fast
         self.loop.when_settled(self.publish_state)
         self.actions = TrajectoryActions(self, controller, gripper) if trajectory_actions.available() else None
         if self.actions is None:
@@ -220,16 +221,23 @@ class ArmNode(Node):
             self.last_velocity_command = None
             self.arm.set_position_targets(self.arm.joint_states()[0])
 
-    def publish_state(self) -> None:
-        now = self.sim.world.time
+    def expire_velocity(self) -> None:
         if (self.last_velocity_command is not None and self.velocity_timeout > 0
-                and now - self.last_velocity_command > self.velocity_timeout):
+                and self.sim.world.time - self.last_velocity_command > self.velocity_timeout):
             self.stop_velocity_mode()
-        position, velocity, effort = self.arm.joint_states()
-        self.joint_states_publisher.publish(convert.joint_state(now, JOINT_NAMES, position, velocity, effort))
-        self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
-        for publisher, frame, wrench in zip(self.wrench_publishers, FINGER_LINKS, self.arm.finger_wrenches()):
-            publisher.publish(convert.wrench_stamped(now, frame, wrench))
+
+    def publish_state(self) -> None:
+        self.expire_velocity()
+        now = self.sim.world.time
+        # only what someone subscribes to: a message nobody reads still costs the physics thread
+        if self.joint_states_publisher.get_subscription_count():
+            position, velocity, effort = self.arm.joint_states()
+            self.joint_states_publisher.publish(convert.joint_state(now, JOINT_NAMES, position, velocity, effort))
+        if self.ee_pose_publisher.get_subscription_count():
+            self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
+        if any(p.get_subscription_count() for p in self.wrench_publishers):
+            for publisher, frame, wrench in zip(self.wrench_publishers, FINGER_LINKS, self.arm.finger_wrenches()):
+                publisher.publish(convert.wrench_stamped(now, frame, wrench))
 
 
 def action_name_problem(name: str) -> str | None:

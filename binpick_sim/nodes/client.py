@@ -34,15 +34,17 @@ TOPICS = {
 
 class SimClient:
     def __init__(self, name: str = "binpick_client", namespace: str = "", context: Context | None = None,
-                 topics: dict | None = None):
+                 topics: dict | None = None, executor=SingleThreadedExecutor):
+        """`executor`: the executor class (or factory taking `context=`) that serves this client's node."""
         self.context = context
         self.node = rclpy.create_node(name, namespace=namespace, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
+        self.executor = executor(context=context)
+        self.watchdog: Callable[[], None] | None = None  # called on every pass of a wait; may raise
         self.executor.add_node(self.node)
         self.latest: dict[str, object] = {}
         self.counts: dict[str, int] = {}
-        for topic, msg_type in (topics or TOPICS).items():  # depth 1: only the newest message matters
-            self.node.create_subscription(msg_type, topic, self._keeper(topic), 1)
+        self.subscriptions = {topic: self.node.create_subscription(msg_type, topic, self._keeper(topic), 1)
+                              for topic, msg_type in (topics or TOPICS).items()}  # depth 1: the newest matters
         self.publishers = {name: self.node.create_publisher(Float64MultiArray, f"arm/{name}_commands", 10)
                            for name in ("position", "velocity", "delta")}
         self.bridge = CvBridge()
@@ -62,6 +64,8 @@ class SimClient:
         """Process incoming messages until `done()` holds; TimeoutError after `timeout` wall seconds."""
         deadline = time.monotonic() + timeout
         while not done():
+            if self.watchdog is not None:
+                self.watchdog()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"waited {timeout:.0f} s for {what}")
             self.executor.spin_once(timeout_sec=0.02)

@@ -7,6 +7,11 @@ import sys
 from pathlib import Path
 
 STOP_TIMEOUT = 5.0
+LOG_LINES = 20  # lines of the log a death report quotes
+
+
+class SimProcessDied(RuntimeError):
+    """The `sim` process a caller depends on is gone; the message says how it ended and what it logged."""
 
 
 def ros_args(parameters: dict[str, object], namespace: str = "") -> list[str]:
@@ -24,11 +29,35 @@ class SimProcess:
     def __init__(self, parameters: dict[str, object] | None = None, log: Path | None = None, env=None,
                  namespace: str = ""):
         command = [sys.executable, "-m", "binpick_sim.nodes.entry", *ros_args(parameters or {}, namespace)]
+        self.log = log
         self.log_file = open(log, "w") if log else subprocess.DEVNULL
         self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
 
     def running(self) -> bool:
         return self.process.poll() is None
+
+    def check_alive(self) -> None:
+        """Raise SimProcessDied if the process has ended (a non-blocking look; cheap enough for every
+        pass of a wait loop)."""
+        if self.process.poll() is not None:
+            raise SimProcessDied(self.death_report())
+
+    def death_report(self) -> str:
+        code = self.process.returncode
+        how = f"exit status {code}"
+        if code is not None and code < 0:
+            try:
+                how += f" (killed by {signal.Signals(-code).name})"
+            except ValueError:
+                pass
+        text = f"the sim process (pid {self.process.pid}) has died: {how}"
+        if self.log is None:
+            return text + "; it was started without a log"
+        try:
+            lines = Path(self.log).read_text(errors="replace").splitlines()[-LOG_LINES:]
+        except OSError as exc:
+            return text + f"; its log {self.log} cannot be read: {exc}"
+        return text + f"; last lines of its log {self.log}:\n" + ("\n".join(lines) if lines else "(empty)")
 
     def stop(self, sig: int = signal.SIGINT) -> int:
         if self.running():

@@ -1,5 +1,14 @@
 """The `sim` executable: the world, arm, camera (and task) nodes in one process around one physics
-client, the way a component container would hold them."""
+client, the way a component container would hold them.
+
+Threads: the physics thread (loop.py) steps and publishes; one executor thread serves every short
+callback (commands, lock-step requests, resets, parameters) on rclpy's EventsExecutor by default;
+callbacks that block for long (the control_msgs action servers, which follow a goal to its end, and
+the reasoning services) run on a separate thread pool, so they never hold the short ones up. A
+4-thread MultiThreadedExecutor for everything, as before, cost about 4x the CPU per lock-step step
+(rclpy 7.1.6 rebuilds its wait set for every no-op task wake-up); the README's "Executor and threads" section
+has the comparison (the world's `executor` parameter selects another for measuring).
+"""
 from __future__ import annotations
 
 import os
@@ -11,7 +20,8 @@ import time
 import rclpy
 from rclpy.context import Context
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, ShutdownException,
+                             SingleThreadedExecutor)
 from rclpy.node import Node
 from rclpy.utilities import get_default_context
 
@@ -24,6 +34,28 @@ from .reasoning_node import ReasoningNode
 from .robot_node import RobotNode
 from .task_node import TaskNode
 from .world_node import WorldNode
+
+
+SPIN_PERIOD = 0.1  # s: longest an executor thread waits before it looks at the stop flag again
+# s: how long a thread waiting for the GIL lets the running one go on (CPython's default: 5 ms). The
+# physics thread, running as fast as it can, holds the GIL but for moments; with the default, every
+# message the executor thread takes waited up to 5 ms for it. 0.5 ms is about one physics step.
+SWITCH_INTERVAL = 0.0005
+EXECUTORS = ("events", "single", "multi")
+
+
+def make_executor(kind: str, context: Context):
+    """The executor of the short callbacks: `events` (rclpy's EventsExecutor), `single` or `multi`
+    (a 4-thread MultiThreadedExecutor, this package's executor before 2026-11-23)."""
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor(context=context)
+    if kind == "single":
+        return SingleThreadedExecutor(context=context)
+    if kind == "multi":
+        return MultiThreadedExecutor(num_threads=4, context=context)
+    raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {kind!r}")
 
 
 class SimStack:
@@ -43,36 +75,66 @@ class SimStack:
         if self.world.camera_enabled:
             self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
         if self.world.task_enabled:
-            self.nodes.append(TaskNode(self.sim, self.loop, **options("task")))
+            self.nodes.append(TaskNode(self.sim, self.loop, self.nodes[1], **options("task")))
         if self.world.robot_interface:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
             self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
-        self.executor = MultiThreadedExecutor(num_threads=4, context=context)  # actions block one while they run
+        self.context = context or rclpy.get_default_context()
+        arm = self.nodes[1]
+        if arm.actions is not None:  # the action servers live on a node of their own, for the thread pool
+            self.nodes.append(arm.actions.server_node)
+        slow = [n for n in self.nodes if isinstance(n, ReasoningNode) or n is getattr(arm.actions, "server_node", None)]
+        self.executor = make_executor(self.world.executor_kind, self.context)
+        self.slow_executor = MultiThreadedExecutor(num_threads=4, context=self.context) if slow else None
         for node in self.nodes:
-            self.executor.add_node(node)
-        self._thread: threading.Thread | None = None
+            (self.slow_executor if node in slow else self.executor).add_node(node)
+        self._serving = False
+        self._threads: list[threading.Thread] = []
 
     def spin(self) -> None:
-        self.loop.start()
+        """Serve on this thread until Ctrl-C or shutdown."""
+        self._start_threads(main=False)
         try:
-            self.executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
+            self._serve(self.executor)
+        except KeyboardInterrupt:
             pass
         finally:
             self.close()
 
     def start(self) -> "SimStack":
-        self.loop.start()
-        self._thread = threading.Thread(target=self.executor.spin, name="executor", daemon=True)
-        self._thread.start()
+        """Serve on threads of our own (tests, benchmarks); `close` stops them."""
+        self._start_threads(main=True)
         return self
 
+    def _start_threads(self, main: bool) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self._serving = True
+        self.loop.start()
+        executors = ([self.executor] if main else []) + ([self.slow_executor] if self.slow_executor else [])
+        for executor in executors:
+            name = "executor" if executor is self.executor else "slow callbacks"
+            thread = threading.Thread(target=self._serve, args=(executor,), name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, executor) -> None:
+        """spin_once in a loop rather than spin(): rclpy 7.1.6's EventsExecutor.spin() was seen not to
+        deliver, and the loop looks at the stop flag at least every SPIN_PERIOD."""
+        while self._serving and self.context.ok():
+            try:
+                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            except (ExternalShutdownException, ShutdownException):
+                return
+
     def close(self) -> None:
+        self._serving = False
         self.loop.stop()
-        self.executor.shutdown(timeout_sec=2.0)
-        if self._thread is not None:
-            self._thread.join(2.0)
+        for thread in self._threads:
+            thread.join(2.0)
+        for executor in (self.executor, self.slow_executor):
+            if executor is not None:
+                executor.shutdown(timeout_sec=2.0)
         for node in self.nodes:
             node.destroy_node()
         self.sim.close()

@@ -9,6 +9,7 @@ import time
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
 
 from ..trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from . import convert
@@ -32,18 +33,23 @@ class TrajectoryActions:
 
         self.node, self.arm, self.loop, self.world = node, node.arm, node.loop, node.sim.world
         self.FollowJointTrajectory, self.GripperCommand = FollowJointTrajectory, GripperCommand
+        # A goal's callback runs until the goal ends (seconds): served by a node of its own, which the
+        # stack puts on its thread pool, away from the executor of the short callbacks.
+        self.server_node = Node(f"{node.get_name()}_actions", namespace=node.get_namespace(),
+                                    context=node.context)
         group = ReentrantCallbackGroup()
         self.servers = [
-            ActionServer(node, FollowJointTrajectory, f"{controller}/follow_joint_trajectory", self.follow,
+            ActionServer(self.server_node, FollowJointTrajectory, f"{controller}/follow_joint_trajectory", self.follow,
                          goal_callback=self.check_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
                          callback_group=group),
-            ActionServer(node, GripperCommand, f"{gripper_controller}/gripper_cmd", self.grip,
+            ActionServer(self.server_node, GripperCommand, f"{gripper_controller}/gripper_cmd", self.grip,
                          goal_callback=lambda _: self.owned("gripper_cmd"), cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group),
         ]
 
     def destroy(self) -> None:
         for server in self.servers:
             server.destroy()
+        self.server_node.destroy_node()
 
     # --- FollowJointTrajectory ----------------------------------------------------------------
     def parse(self, goal) -> Trajectory:

@@ -58,6 +58,9 @@ class WorldNode(Node):
                            "observation after each request (for the gym envs).", read_only=True)
         self.exit_with_parent = declare(self, "exit_with_parent", True, "Stop the sim process when the process "
                                         "that started it (launch, a gym env, a shell) is gone.", read_only=True)
+        self.executor_kind = declare(self, "executor", "events", "Executor of the process's short callbacks: events "
+                                     "(rclpy's EventsExecutor), single (SingleThreadedExecutor) or multi (4 "
+                                     "threads); for measuring, see the README's Executor section.", read_only=True)
         self.keep_object_type = declare(self, "keep_object_type", False,
                                         "Refill the pick bin with the same object type at the next world/reset.",
                                         on_change=self.set_keep_object_type)
@@ -72,9 +75,16 @@ class WorldNode(Node):
             self.config = dataclasses.replace(self.config, simulation=sim_config)
         self.sim = BinPickingSim(self.config, gui=gui)
         self.get_logger().info(self.reset_world())
-        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep or self.robot_interface)
+        wall_rate_cap = declare(self, "wall_rate_cap", True, "Running faster than real time (realtime_factor 0 "
+                                "or > 1), publish every periodic topic (/clock, joint_states, world/objects, "
+                                "camera, task/status) at its rate in wall time rather than sim time: nobody "
+                                "can use more, and each message costs the physics thread. Stamps stay sim "
+                                "time.", read_only=True)
+        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep or self.robot_interface,
+                                wall_rate_cap=wall_rate_cap)
 
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
+        self.clock = Clock()  # reused: /clock goes out once per physics step
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
         self.create_service(Trigger, "world/reset", self.on_reset)
         self.create_subscription(UInt32, "world/step", self.on_step, 10)
@@ -97,10 +107,13 @@ class WorldNode(Node):
                 f" ({scene.config.object_set} set{seeded})")
 
     def publish_clock(self) -> None:
-        self.clock_publisher.publish(Clock(clock=convert.stamp(self.sim.world.time)))
+        if self.clock_publisher.get_subscription_count():  # nobody listening: no message to build
+            self.clock.clock = convert.stamp(self.sim.world.time)
+            self.clock_publisher.publish(self.clock)
 
     def publish_objects(self) -> None:
-        self.objects_publisher.publish(self.object_markers())
+        if self.objects_publisher.get_subscription_count():  # the markers cost ~0.7 ms to build
+            self.objects_publisher.publish(self.object_markers())
 
     def object_markers(self) -> MarkerArray:
         """Every object as a mesh marker (ns `objects`, id k for object_k); the first marker clears old ones."""

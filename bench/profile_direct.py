@@ -1,6 +1,6 @@
 """cProfile of direct env steps: where one step's time goes.
 
-    python -m bench.profile_step [--scene config/scene_one_object.yaml] [--env FrankaDelta-v0] [--steps 300]
+    python -m bench.profile_direct [--scene config/scene_one_object.yaml] [--env FrankaDelta-v0] [--steps 300]
 
 Random actions (seeded), state observations, the direct backend; the steps after a warm-up are
 profiled. PyBullet's functions are reached through a client object, so cProfile books their C time
@@ -8,7 +8,7 @@ to the Python function that called them: `World.step` is the physics, `PandaIK.s
 Prints the CPU time per env step of the functions that matter (cumulative, profiler's own cost
 included), then cProfile's own top list.
 Uses nothing but the package and the standard library, so that it also profiles an older checkout:
-`PYTHONPATH=<checkout> python bench/profile_step.py ...`.
+`PYTHONPATH=<checkout> python bench/profile_direct.py ...`.
 """
 from __future__ import annotations
 

@@ -1,0 +1,62 @@
+"""task/step -> task/observation, the lock-step protocol of the gym envs' ROS backend: one request,
+one reply, the command through the arm node's checks, bad requests refused and counted."""
+import json
+
+import numpy as np
+import pytest
+from std_msgs.msg import Float64MultiArray, String
+
+from binpick_sim.nodes.task_node import OBSERVATION_TOPIC, STEP_TOPIC
+
+from conftest import parameters
+
+
+@pytest.fixture
+def lockstep(ros_context):
+    from binpick_sim.nodes.client import SimClient
+    from binpick_sim.nodes.stack import SimStack
+
+    overrides = {"world": parameters(lockstep=True, task=True, camera=False)}
+    with SimStack(ros_context, overrides) as stack:
+        client = SimClient("lockstep_test", context=ros_context, topics={OBSERVATION_TOPIC: String})
+        requests = client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
+        client.spin_until(lambda: requests.get_subscription_count() > 0 and
+                          client.subscriptions[OBSERVATION_TOPIC].get_publisher_count() > 0, 30, "the task node")
+        try:
+            yield stack, client, requests
+        finally:
+            client.close()
+
+
+def exchange(client, requests, data, timeout=30.0):
+    requests.publish(Float64MultiArray(data=[float(v) for v in data]))
+    client.spin_until(lambda: OBSERVATION_TOPIC in client.latest and
+                      json.loads(client.latest[OBSERVATION_TOPIC].data)["request"] >= data[0], timeout,
+                      f"the reply to request {data[0]}")
+    return json.loads(client.latest[OBSERVATION_TOPIC].data)
+
+
+def test_one_request_takes_the_command_and_the_steps_and_one_reply_reports_them(lockstep):
+    stack, client, requests = lockstep
+    start = exchange(client, requests, [1, 0, 0])  # nothing: just observe
+    target = np.array(start["joint_positions"])
+    target[0] += 0.2
+    reply = exchange(client, requests, [2, 1, 48, *target])  # position command, 48 steps
+    assert reply["request"] == 2 and reply["taken"]
+    assert reply["stamp"] == pytest.approx(start["stamp"] + 48 * stack.sim.world.timestep)
+    assert reply["joint_positions"][0] - start["joint_positions"][0] > 0.1  # it moved toward the target
+    assert len(reply["objects"]) == stack.sim.scene.object_count and {"reward", "grabs"} <= set(reply)
+
+
+def test_bad_requests_are_refused_and_counted_and_a_bad_command_is_reported(lockstep):
+    stack, client, requests = lockstep
+    task = next(n for n in stack.nodes if n.get_name() == "task")
+    arm = stack.nodes[1]
+    start = exchange(client, requests, [1, 0, 0])
+    for bad in ([], [2, 1], [2.5, 0, 1], [2, 7, 1], [2, 0, -1], [2, 0, 1e12], [np.nan, 0, 1], [2**63, 0, 1]):
+        requests.publish(Float64MultiArray(data=[float(v) for v in bad]))
+    reply = exchange(client, requests, [3, 2, 1, *[np.nan] * 9])  # velocity NaN: through the arm's checks
+    assert reply["request"] == 3 and not reply["taken"]
+    assert sum(task.diagnostics.rejected.values()) == 8
+    assert sum(arm.diagnostics.rejected.values()) == 1
+    assert reply["stamp"] == pytest.approx(start["stamp"] + stack.sim.world.timestep)  # none of the bad steps
