@@ -6,7 +6,8 @@ import numpy as np
 from .arm import FrankaArm
 from .camera import Camera
 from .config import Config
-from .policy import ObjectView, obj_vertices
+from .policy import ObjectView
+from .shapes import shape_vertices
 from .scene import BinScene
 from .world import World
 
@@ -23,8 +24,16 @@ class BinPickingSim:
         """New episode: arm home, pick bin refilled. The same seed gives the same episode."""
         if seed is not None:
             self.world.seed(seed)
+        self.episode_start = (self.world.rng.bit_generator.state, keep_object_type)
         self.arm.reset()
         self.scene.reset(keep_object_type=keep_object_type)
+
+    def restart_episode(self) -> None:
+        """The current episode again from its start: the same objects in the same places, arm home
+        (the episode counter still counts it as a new one)."""
+        rng_state, keep_object_type = self.episode_start
+        self.world.rng.bit_generator.state = rng_state
+        self.reset(keep_object_type=keep_object_type)
 
     def close(self) -> None:
         self.arm.solver.close()
@@ -36,7 +45,6 @@ class BinPickingSim:
         views = []
         for obj in self.scene.objects:
             position, orientation = c.getBasePositionAndOrientation(obj.body)
-            shape = c.getVisualShapeData(obj.body)[0]
-            vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+            vertices = shape_vertices(c.getVisualShapeData(obj.body)[0])
             views.append(ObjectView(obj.name, np.array(position), np.array(orientation), vertices))
         return views

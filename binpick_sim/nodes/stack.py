@@ -11,6 +11,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
 from ..config import ConfigError
+from . import simulation_node
 from .arm_node import ArmNode
 from .camera_node import CameraNode
 from .reasoning_node import ReasoningNode
@@ -40,6 +41,8 @@ class SimStack:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
             self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
+        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
+            self.nodes.append(node)
         self.executor = MultiThreadedExecutor(num_threads=4, context=context)  # actions block one while they run
         for node in self.nodes:
             self.executor.add_node(node)
