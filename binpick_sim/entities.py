@@ -34,7 +34,8 @@ QUATERNION_TOLERANCE = 0.01  # |q| may be this far from 1 (typed-in values); it 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 RESERVED_NAME = re.compile(r"object_[0-9]+")  # the bin's objects; a spawned one must not take a future name
 MESH_FORMATS = {".obj", ".stl", ".dae"}  # what PyBullet's URDF importer reads
-ABOVE_BIN = 0.10  # m above a bin's rim for its named spawn pose
+ABOVE_BIN = 0.75  # a bin's named spawn pose: this many bin heights above its rim, still inside the seed's
+                  # "in the bin" region (up to twice the height), so the task does not remove what drops from it
 
 # Codes of refusals (the node maps them onto the standard's result codes).
 NOT_FOUND, INVALID_POSE, OPERATION_FAILED = "not_found", "invalid_pose", "operation_failed"
@@ -298,10 +299,10 @@ class Entities:
         poses = [NamedPose("home", "the gripper's grasp point with the arm at home", ("gripper", "arm"),
                            *self._home_ee_pose())]
         for b in self.sim.scene.bins:
-            centre = b.to_world([0, 0, 0])
-            poses.append(NamedPose(f"above_{b.name}", f"{ABOVE_BIN} m above the rim of the {b.name.replace('_', ' ')}'s "
-                                   "centre: drop spawned objects here", ("spawn", "bin"),
-                                   np.array([centre[0], centre[1], b.top + ABOVE_BIN]), up))
+            centre, above = b.to_world([0, 0, 0]), ABOVE_BIN * b.config.size[2]
+            poses.append(NamedPose(f"above_{b.name}", f"{above:.3f} m above the {b.name.replace('_', ' ')}'s rim, "
+                                   "over its centre: drop spawned objects here", ("spawn", "bin"),
+                                   np.array([centre[0], centre[1], b.top + above]), up))
         return poses
 
     def _home_ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
