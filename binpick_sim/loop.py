@@ -80,6 +80,7 @@ class PhysicsLoop:
     def reset_time(self) -> None:
         """Physics thread: sim time back to 0, the periodic work due again from the next step."""
         self.world.step_count = 0
+        self._recent.clear()  # rates restart rather than read a jump back as negative steps
         for task in self._periodic:
             task.due = 0.0
 
