@@ -11,11 +11,11 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 
 from ..config import ConfigError
-from . import simulation_node
 from .arm_node import ArmNode
 from .camera_node import CameraNode
 from .reasoning_node import ReasoningNode
 from .robot_node import RobotNode
+from . import simulation_node
 from .task_node import TaskNode
 from .world_node import WorldNode
 
