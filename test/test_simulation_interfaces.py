@@ -458,6 +458,9 @@ def test_spawn_error_codes(running, si, tmp_path, monkeypatch):
     (marker / "my_objects").write_text("")
     monkeypatch.setenv("AMENT_PREFIX_PATH", f"{tmp_path}:{os.environ.get('AMENT_PREFIX_PATH', '')}")
     assert std.spawn(name="", urdf="", uri="package://my_objects/box.urdf").entity_name == "box"
+    found = std.ok("get_spawnables", std.request("get_spawnables", sources=[str(share), "/no/such/folder"]))
+    assert (share / "box.urdf").as_uri() in [x.uri for x in found.spawnables]
+    assert "/no/such/folder" in found.result.error_message  # listed, but no failure
     assert std.spawn(name="y", namespace="robots/y").result.result == r.RESULT_OK  # a valid namespace is fine
 
     many = std.request("spawn_entities", spawn_requests=[
@@ -637,3 +640,30 @@ def test_readme_command_lines_work_as_written(si, tmp_path):
             else:
                 assert re.search(r"Result\(result=1,", out), f"{line}\n{out}"
         assert process.running()
+
+
+def test_simulate_steps_can_be_canceled_between_two_steps(running, si):
+    from rclpy.action import ActionClient
+
+    stack, std = running
+    std.pause()
+    start = stack.sim.world.step_count
+    feedback = []
+    action = ActionClient(std.client.node, si.action.SimulateSteps, "simulate_steps")
+    std.client.spin_until(action.server_is_ready, 30, "simulate_steps")
+    std.client.spin_for(0.5)
+    goal = action.send_goal_async(si.action.SimulateSteps.Goal(steps=50000),
+                                  feedback_callback=lambda m: feedback.append(m.feedback))
+    std.client.spin_until(goal.done, 30, "the goal accepted")
+    std.client.spin_until(lambda: feedback, 30, "feedback")
+    cancel = goal.result().cancel_goal_async()
+    std.client.spin_until(cancel.done, 30, "the cancel answer")
+    result = goal.result().get_result_async()
+    std.client.spin_until(result.done, 60, "the result")
+    answer = result.result().result.result
+    taken = stack.sim.world.step_count - start
+    assert 0 < taken < 50000 and answer.error_message == f"canceled after {taken} of 50000 steps"
+    std.quiet()
+    assert round(std.clock[-1] / stack.sim.world.timestep) == start + taken  # /clock says where it stopped
+    assert std.ok("get_simulation_state").state.state == si.msg.SimulationState.STATE_PAUSED
+    action.destroy()
