@@ -75,3 +75,13 @@ def test_restart_brings_the_episode_back_and_keeps_spawned_objects_at_their_spaw
     assert np.allclose(entities.state("cube").position, np.add(sim.config.scene.drop_bin.position, [0, 0, 0.1]))
     entities.restart(keep_spawned=False)
     assert "cube" not in entities.names()
+
+
+@pytest.mark.parametrize("geometry, extent", [('<sphere radius="0.01"/>', [0.02, 0.02, 0.02]),
+                                              ('<cylinder radius="0.01" length="0.03"/>', [0.02, 0.02, 0.03]),
+                                              ('<box size="0.01 0.02 0.03"/>', [0.01, 0.02, 0.03])])
+def test_primitive_shapes_give_the_picker_their_extent(sim, entities, geometry, extent):
+    urdf = CUBE.replace('<box size="0.02 0.02 0.02"/>', geometry)
+    entities.spawn("shape", False, "", urdf, "", [0.5, 0.18, 0.1], [0, 0, 0, 1])
+    view = [v for v in sim.object_views() if v.name == "shape"][0]
+    assert np.allclose(np.ptp(view.vertices, axis=0), extent, atol=1e-6)

@@ -552,6 +552,13 @@ def test_prefix_moves_the_services(ros_context, si):
         assert stack.nodes[-1].get_name() == "simulation"
 
 
+def test_bad_start_parameters_stop_the_stack_with_a_clear_error(ros_context, si):
+    for bad, words in [({"prefix": "two words"}, "prefix"), ({"max_steps": 0}, "max_steps")]:
+        with pytest.raises(ValueError, match=words):
+            SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=False),
+                                   "simulation": parameters(**bad)})
+
+
 def test_without_the_package_the_node_is_absent_with_one_info_line(ros_context, monkeypatch, capfd):
     """Runs everywhere: where the package is missing, the stack starts without the node."""
     monkeypatch.setattr(simulation_node, "available", lambda: False)

@@ -12,8 +12,9 @@ import numpy as np
 from geometry_msgs.msg import Accel, Twist, Vector3
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import InvalidNamespaceException
+from rclpy.exceptions import InvalidNamespaceException, NameValidationException
 from rclpy.node import Node
+from rclpy.validate_full_topic_name import validate_full_topic_name
 from rclpy.validate_namespace import validate_namespace
 
 from .. import entities as core
@@ -62,6 +63,10 @@ class SimulationNode(Node):
                          read_only=True).strip("/")
         self.max_steps = declare(self, "max_steps", 100000, "Most physics steps one StepSimulation or "
                                  "SimulateSteps request may ask for; more is refused.", read_only=True)
+        try:
+            validate_full_topic_name(f"/{prefix}/get_simulator_features" if prefix else "/get_simulator_features")
+        except NameValidationException as exc:
+            raise ValueError(f"parameter prefix: {prefix!r} is not a valid namespace ({str(exc).splitlines()[0]})") from None
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
         self.entities = self.loop.run(Entities, self.sim)
