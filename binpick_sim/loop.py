@@ -7,7 +7,7 @@ slow motion and fast forward. In lock-step mode the world only moves when told (
 instead of the periodic work, `when_settled` callbacks run once each time the steps are done: one
 observation per request, stamped after it.
 
-Paused (`pause()`), a freely running loop also takes only the steps it is asked for (`advance`),
+Paused (`paused = True`), a freely running loop also takes only the steps it is asked for (`advance`),
 with its periodic work after each, so `/clock` advances by exactly the steps taken; `advance`'s
 Future resolves with the step count once they are done (the standard's StepSimulation).
 """

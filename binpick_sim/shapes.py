@@ -53,6 +53,16 @@ class Geometry:
                                [[x * 0.7, y * 0.7, z * 0.7] for z in (-half[2], half[2]) for x, y in ring]])
 
 
+def visual_pose(client, body: int) -> tuple[tuple, tuple]:
+    """World pose (position, xyzw) of a body's first visual shape, whose vertices `Geometry` gives.
+    PyBullet reports a base at its centre of mass, and the shape's own frame relative to the link's."""
+    position, orientation = client.getBasePositionAndOrientation(body)
+    inertial = client.getDynamicsInfo(body, -1)[3:5]
+    link = client.multiplyTransforms(position, orientation, *client.invertTransform(*inertial))
+    shape = client.getVisualShapeData(body)[0]
+    return client.multiplyTransforms(*link, shape[5], shape[6])
+
+
 def shape_vertices(shape) -> np.ndarray:
     """Vertices of a body's first visual shape (a row of getVisualShapeData)."""
     return Geometry.from_visual_shape(shape).vertices()

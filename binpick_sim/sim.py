@@ -7,7 +7,7 @@ from .arm import FrankaArm
 from .camera import Camera
 from .config import Config
 from .policy import ObjectView
-from .shapes import shape_vertices
+from .shapes import shape_vertices, visual_pose
 from .scene import BinScene
 from .world import World
 
@@ -44,7 +44,7 @@ class BinPickingSim:
         c = self.world.client
         views = []
         for obj in self.scene.objects:
-            position, orientation = c.getBasePositionAndOrientation(obj.body)
+            position, orientation = visual_pose(c, obj.body)
             vertices = shape_vertices(c.getVisualShapeData(obj.body)[0])
             views.append(ObjectView(obj.name, np.array(position), np.array(orientation), vertices))
         return views

@@ -32,6 +32,7 @@ def test_spawned_object_joins_the_scene_and_lands_in_the_bin(sim, entities):
     assert sim.scene.pick_bin.contains(entities.state("cube").position)
     view = [v for v in sim.object_views() if v.name == "cube"][0]
     assert np.allclose(np.ptp(view.vertices, axis=0), 0.02)  # a box's corners for the picker
+    assert np.allclose(view.position, entities.state("cube").position)  # the box, not its centre of mass
     reasoner = Reasoner(sim)
     try:
         assert "cube" in reasoner.objects() and reasoner.types()["cube"] == "object"

@@ -14,7 +14,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..config import load_config
 from ..loop import PhysicsLoop
 from ..paths import default_config
-from ..shapes import Geometry
+from ..shapes import Geometry, visual_pose
 from ..sim import BinPickingSim
 from . import convert
 from .diagnostics import NodeDiagnostics
@@ -96,7 +96,7 @@ class WorldNode(Node):
         now = self.sim.world.time
         markers = [Marker(header=convert.header(now), action=Marker.DELETEALL, ns="objects")]
         for obj in self.sim.scene.objects:
-            position, orientation = c.getBasePositionAndOrientation(obj.body)
+            position, orientation = visual_pose(c, obj.body)
             shape = c.getVisualShapeData(obj.body)[0]
             geometry = Geometry.from_visual_shape(shape)
             marker = Marker(header=convert.header(now), ns="objects", id=obj.index,
