@@ -6,6 +6,10 @@ Publishers register with `every` and are called at their period of *sim* time, s
 slow motion and fast forward. In lock-step mode the world only moves when told (`advance(n)`), and
 instead of the periodic work, `when_settled` callbacks run once each time the steps are done: one
 observation per request, stamped after it.
+
+Paused (`paused = True`), a freely running loop also takes only the steps it is asked for (`advance`),
+with its periodic work after each, so `/clock` advances by exactly the steps taken; `advance`'s
+Future resolves with the step count once they are done (the standard's StepSimulation).
 """
 from __future__ import annotations
 
@@ -44,8 +48,10 @@ class PhysicsLoop:
         self._calls: queue.SimpleQueue = queue.SimpleQueue()
         self._periodic: list[_Periodic] = []
         self._settled: list[Callable[[], None]] = []
-        self._budget = 0  # steps left of the lock-step request being taken
-        self._requests: collections.deque[int] = collections.deque()  # lock-step requests still to take
+        self.paused = False
+        self._budget = 0  # steps left of the request being taken
+        self._done: Future | None = None  # resolved when the request being taken is done
+        self._requests: collections.deque[tuple[int, Future]] = collections.deque()  # requests still to take
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._recent = collections.deque(maxlen=2000)  # (wall time, step count) samples for rates
@@ -65,20 +71,38 @@ class PhysicsLoop:
         """Like `call`, but wait for and return the result (re-raising its exception)."""
         return self.call(fn, *args).result(timeout)
 
-    def advance(self, steps: int) -> None:
-        """Lock-step mode: take `steps` more physics steps, then run the `when_settled` callbacks
-        (at once if `steps` is 0)."""
-        self.call(self._add_budget, steps)
+    def advance(self, steps: int) -> Future:
+        """Take `steps` more physics steps, then (lock-step mode) run the `when_settled` callbacks, at
+        once if `steps` is 0. For a lock-step or paused loop; the Future resolves with the step count
+        after them (or fails if the loop stops first)."""
+        done: Future = Future()
+        self.call(self._add_budget, steps, done)
+        return done
+
+    @property
+    def holding(self) -> bool:
+        """Whether the loop steps only when asked (lock-step or paused)."""
+        return self.lockstep or self.paused
+
+    def reset_time(self) -> None:
+        """Physics thread: sim time back to 0, the periodic work due again from the next step."""
+        self.world.step_count = 0
+        self._recent.clear()  # rates restart rather than read a jump back as negative steps
+        for task in self._periodic:
+            task.due = 0.0
 
     def cancel_steps(self) -> int:
         """Lock-step mode, on the physics thread: drop the steps still owed (the request being taken and
         those queued); the `when_settled` callbacks run once if a request was cut short. Returns how many
         steps were dropped."""
-        dropped = max(self._budget, 0) + sum(self._requests)
+        dropped = max(self._budget, 0) + sum(steps for steps, _ in self._requests)
+        for _, done in self._requests:  # whoever waits for a dropped request hears at once
+            if not done.done():
+                done.set_result(self.world.step_count)
         self._requests.clear()
         if self._budget > 0:
             self._budget = 0
-            self._settle()
+            self._finish()
         return dropped
 
     def when_settled(self, callback: Callable[[], None], first: bool = False) -> None:
@@ -122,22 +146,30 @@ class PhysicsLoop:
             self._thread.join(timeout)
         self._thread = None
         self._drain(block_until=None)  # fail nothing silently: run what was still queued
+        for done in [d for _, d in self._requests] + [self._done] * (self._done is not None):
+            if not done.done():
+                done.set_exception(RuntimeError("the physics loop stopped before the steps were taken"))
+        self._requests.clear()
+        self._done, self._budget = None, 0
 
     # --- the thread ---------------------------------------------------------------------------
     def _run(self) -> None:
         deadline = time.monotonic()
         while not self._stop.is_set():
-            if self.lockstep and self._budget <= 0:
-                if self._requests:
-                    self._budget = self._requests.popleft()
-                    if self._budget <= 0:
-                        self._settle()
-                else:
-                    self._drain(block_until=time.monotonic() + 0.1, stop_after_work=True)
+            if self._budget <= 0 and self._requests:
+                self._budget, self._done = self._requests.popleft()
+                if self._budget <= 0:
+                    self._finish()
+                continue
+            if self.holding and self._budget <= 0:
+                self._drain(block_until=time.monotonic() + 0.1, stop_after_work=True)
+                deadline = time.monotonic()  # real time restarts from here when played again
                 continue
             self._drain(block_until=None)
+            if self.holding and self._budget <= 0:  # paused by the work just drained
+                continue
             self._step()
-            if self.realtime_factor > 0 and not self.lockstep:
+            if self.realtime_factor > 0 and not self.holding:
                 deadline += self.world.timestep / self.realtime_factor
                 now = time.monotonic()
                 if deadline < now - MAX_LAG:
@@ -147,11 +179,14 @@ class PhysicsLoop:
     def _step(self) -> None:
         self.world.step()
         self._recent.append((time.monotonic(), self.world.step_count))
-        if self.lockstep:
+        if not self.lockstep:
+            self._run_periodic()
+        if self._budget > 0:
             self._budget -= 1
             if self._budget == 0:
-                self._settle()
-            return
+                self._finish()
+
+    def _run_periodic(self) -> None:
         now, wall = self.world.time, None
         capped = self.wall_rate_cap and not 0 < self.realtime_factor <= 1
         for task in self._periodic:
@@ -164,9 +199,14 @@ class PhysicsLoop:
                 task.due = max(task.due + task.period, now)
                 self._guarded(task.callback)
 
-    def _settle(self) -> None:
-        for callback in self._settled:
-            self._guarded(callback)
+    def _finish(self) -> None:
+        """A request's steps are taken: settle (lock-step), then tell whoever asked."""
+        if self.lockstep:
+            for callback in self._settled:
+                self._guarded(callback)
+        done, self._done = self._done, None
+        if done is not None and not done.done():
+            done.set_result(self.world.step_count)
 
     def _guarded(self, callback: Callable[[], None]) -> None:
         try:
@@ -191,8 +231,8 @@ class PhysicsLoop:
             if stop_after_work:
                 block_until = None
 
-    def _add_budget(self, steps: int) -> None:
-        self._requests.append(steps)
+    def _add_budget(self, steps: int, done: Future) -> None:
+        self._requests.append((steps, done))
 
 
 def _resolve(future: Future, fn: Callable, args) -> None:

@@ -80,10 +80,16 @@ class SceneObject:
     body: int
     urdf: Path
     scale: float
+    label: str = ""  # a spawned object's own name (the bin's objects are object_k)
+    spawn_pose: tuple | None = None  # a spawned object's initial (position, xyzw) of its link frame
 
     @property
     def name(self) -> str:
-        return f"object_{self.index}"
+        return self.label or f"object_{self.index}"
+
+    @property
+    def spawned(self) -> bool:
+        return self.spawn_pose is not None
 
 
 class BinScene:
@@ -101,6 +107,7 @@ class BinScene:
         self.object_urdf: Path | None = None
         self.object_scale = 0.0
         self.episode = 0
+        self.next_index = 0  # marker id of the next object added after the bin was filled
 
     @property
     def environment_bodies(self) -> dict[str, int]:
@@ -132,6 +139,7 @@ class BinScene:
         count = int(rng.integers(bin_config.min_objects, bin_config.max_objects + 1))
         for i, position in enumerate(self._spawn_points(count)):
             self.objects.append(self._load_object(i, position))
+        self.next_index = count
         self.world.step(self.config.settle_steps)
         self.episode += 1
 
@@ -158,6 +166,13 @@ class BinScene:
                           globalScaling=self.object_scale)
         c.changeDynamics(body, -1, mass=OBJECT_MASS)
         return SceneObject(index, body, self.object_urdf, self.object_scale)
+
+    def add_object(self, body: int, urdf: Path, name: str, spawn_pose: tuple) -> SceneObject:
+        """Take a body loaded from outside the scene (a spawned entity) into play like the bin's own."""
+        obj = SceneObject(self.next_index, body, urdf, 1.0, label=name, spawn_pose=spawn_pose)
+        self.next_index += 1
+        self.objects.append(obj)
+        return obj
 
     def remove_object(self, name: str) -> None:
         obj = self.object_named(name)

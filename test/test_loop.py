@@ -104,3 +104,35 @@ def test_the_wall_rate_cap_keeps_periodic_work_to_its_rate_in_wall_time_when_fas
         loop.stop()
     assert len(seen_kept) == int(sim_time / 0.5 + 1e-9)  # every 0.5 s of sim time
     assert 1 <= len(seen_capped) <= min(len(seen_kept), elapsed / 0.5 + 1)  # and never more than wall allows
+
+
+def test_paused_loop_takes_exactly_the_steps_asked_with_its_periodic_work(world):
+    loop = PhysicsLoop(world, realtime_factor=0)
+    ticks = []
+    loop.every(world.timestep, lambda: ticks.append(world.step_count))
+    loop.start()
+    try:
+        paused_at = loop.run(lambda: (setattr(loop, "paused", True), world.step_count)[1])
+        time.sleep(0.2)
+        assert world.step_count == paused_at  # nothing moves while paused
+        assert loop.advance(7).result(10) == paused_at + 7
+        assert world.step_count == paused_at + 7 and ticks[-7:] == list(range(paused_at + 1, paused_at + 8))
+        loop.run(loop.reset_time)
+        assert loop.advance(3).result(10) == 3 and ticks[-3:] == [1, 2, 3]  # periodic work due again from 0
+        loop.paused = False
+        deadline = time.monotonic() + 10
+        while world.step_count < 50 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert world.step_count >= 50  # played again
+    finally:
+        loop.stop()
+
+
+def test_steps_still_queued_when_the_loop_stops_fail_instead_of_hanging(world):
+    loop = PhysicsLoop(world, lockstep=True)
+    loop.start()
+    blocked = loop.call(time.sleep, 0.3)  # hold the thread so the next request is still queued
+    pending = loop.advance(5)
+    loop.stop()
+    blocked.result(5)
+    assert isinstance(pending.exception(0), RuntimeError)

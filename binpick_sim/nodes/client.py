@@ -19,7 +19,8 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from ..policy import ObjectView, obj_vertices
+from ..policy import ObjectView
+from . import convert
 from .convert import to_seconds
 
 TOPICS = {
@@ -125,7 +126,7 @@ class SimClient:
         for m in self.latest["world/objects"].markers:
             if m.action != m.ADD:
                 continue
-            vertices = obj_vertices(m.mesh_resource.removeprefix("file://")) * [m.scale.x, m.scale.y, m.scale.z]
+            vertices = convert.marker_geometry(m).vertices()
             q = m.pose.orientation
             views.append(ObjectView(m.text, np.array([m.pose.position.x, m.pose.position.y, m.pose.position.z]),
                                     np.array([q.x, q.y, q.z, q.w]), vertices))

@@ -7,6 +7,9 @@ from cv_bridge import CvBridge
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3, WrenchStamped
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Header
+from visualization_msgs.msg import Marker
+
+from .. import shapes
 
 from ..trajectory import Trajectory
 
@@ -14,6 +17,16 @@ WORLD_FRAME = "world"
 OPTICAL_FRAME = "camera_optical_frame"
 
 _bridge = CvBridge()
+
+MARKER_TYPES = {shapes.MESH: Marker.MESH_RESOURCE, shapes.BOX: Marker.CUBE, shapes.SPHERE: Marker.SPHERE,
+                shapes.CYLINDER: Marker.CYLINDER}
+
+
+def marker_geometry(marker: Marker) -> shapes.Geometry:
+    """The object geometry a world/objects marker describes."""
+    kind = {v: k for k, v in MARKER_TYPES.items()}.get(marker.type, shapes.BOX)
+    return shapes.Geometry(kind, (marker.scale.x, marker.scale.y, marker.scale.z),
+                           marker.mesh_resource.removeprefix("file://"))
 
 
 def stamp(seconds: float) -> Time:

@@ -32,6 +32,7 @@ from .arm_node import ArmNode
 from .camera_node import CameraNode
 from .reasoning_node import ReasoningNode
 from .robot_node import RobotNode
+from . import simulation_node
 from .task_node import TaskNode
 from .world_node import WorldNode
 
@@ -80,11 +81,14 @@ class SimStack:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
             self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
+        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
+            self.nodes.append(node)
         self.context = context or rclpy.get_default_context()
         arm = self.nodes[1]
         if arm.actions is not None:  # the action servers live on a node of their own, for the thread pool
             self.nodes.append(arm.actions.server_node)
-        slow = [n for n in self.nodes if isinstance(n, ReasoningNode) or n is getattr(arm.actions, "server_node", None)]
+        slow = [n for n in self.nodes if isinstance(n, (ReasoningNode, simulation_node.SimulationNode))
+                or n is getattr(arm.actions, "server_node", None)]  # actions and queries that take a while
         self.executor = make_executor(self.world.executor_kind, self.context)
         self.slow_executor = MultiThreadedExecutor(num_threads=4, context=self.context) if slow else None
         for node in self.nodes:

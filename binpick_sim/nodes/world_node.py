@@ -12,6 +12,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..config import load_config
 from ..loop import PhysicsLoop
 from ..paths import default_config
+from ..shapes import Geometry, visual_pose
 from ..sim import BinPickingSim
 from . import convert
 from .diagnostics import NodeDiagnostics
@@ -54,6 +55,9 @@ class WorldNode(Node):
                                     "this process.", read_only=True)
         self.reasoning_enabled = declare(self, "reasoning", False, "Start the reasoning node (scene queries "
                                          "under reasoning/) in this process.", read_only=True)
+        self.simulation_enabled = declare(self, "simulation_interfaces", True, "Start the simulation node (the "
+                                          "ROS 2 simulation_interfaces standard) where that package is installed.",
+                                          read_only=True)
         lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
                            "observation after each request (for the gym envs).", read_only=True)
         self.exit_with_parent = declare(self, "exit_with_parent", True, "Stop the sim process when the process "
@@ -121,13 +125,14 @@ class WorldNode(Node):
         now = self.sim.world.time
         markers = [Marker(header=convert.header(now), action=Marker.DELETEALL, ns="objects")]
         for obj in self.sim.scene.objects:
-            position, orientation = c.getBasePositionAndOrientation(obj.body)
+            position, orientation = visual_pose(c, obj.body)
             shape = c.getVisualShapeData(obj.body)[0]
+            geometry = Geometry.from_visual_shape(shape)
             marker = Marker(header=convert.header(now), ns="objects", id=obj.index,
-                            type=Marker.MESH_RESOURCE, action=Marker.ADD, text=obj.name,
+                            type=convert.MARKER_TYPES[geometry.kind], action=Marker.ADD, text=obj.name,
                             pose=convert.pose(position, orientation),
-                            mesh_resource="file://" + shape[4].decode())
-            marker.scale.x, marker.scale.y, marker.scale.z = (float(s) for s in shape[3])
+                            mesh_resource="file://" + geometry.mesh if geometry.mesh else "")
+            marker.scale.x, marker.scale.y, marker.scale.z = geometry.size
             marker.color.r, marker.color.g, marker.color.b, marker.color.a = (float(v) for v in shape[7])
             markers.append(marker)
         return MarkerArray(markers=markers)
