@@ -374,10 +374,12 @@ def _check_bounds(cls, name: str, value, key: str) -> None:
     for i, number in enumerate(numbers):
         if isinstance(number, bool) or not isinstance(number, (int, float)):
             continue
-        low, high = BOUNDS.get((cls.__name__, name), (0, MAX_INT) if isinstance(number, int) else (-MAX_FLOAT, MAX_FLOAT))
+        default = (0, MAX_INT) if isinstance(number, int) else (-MAX_FLOAT, MAX_FLOAT)
+        low, high = BOUNDS.get((cls.__name__, name), default)
         if not low <= number <= high:
             where = f"{key}[{i}]" if isinstance(value, tuple) else key
-            raise ConfigError(f"{where}: must be from {_number(low)} to {_number(high)}, got {_short(repr(number), 40)}")
+            raise ConfigError(f"{where}: must be from {_number(low)} to {_number(high)}, "
+                              f"got {_short(repr(number), 40)}")
 
 
 def _describe(value) -> str:

@@ -95,5 +95,6 @@ def _unit_quaternion(orientation) -> list[float]:
     q = np.asarray(orientation, dtype=float)
     norm = math.hypot(*q) if q.shape == (4,) and np.all(np.isfinite(q)) else 0.0
     if not norm > 1e-9:
-        raise ValueError(f"an IK orientation needs a quaternion x y z w of finite numbers, not all zero, got {q.tolist()}")
+        raise ValueError(f"an IK orientation needs a quaternion x y z w of finite numbers, not all zero, "
+                         f"got {q.tolist()}")
     return (q / norm).tolist()

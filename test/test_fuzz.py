@@ -297,7 +297,8 @@ def test_run_time_sets_get_the_same_checks_and_the_descriptors_show_the_ranges(r
         assert reasoning_stack.loop.realtime_factor == 2.0
         assert set_parameter(client, "world", "realtime_factor", 0)[0]  # an integer is a number too
         for name, value in (("render_width", 0), ("render_height", 100_000), ("camera_orientation", [0.0] * 4),
-                            ("gripper_link", "nope"), ("positions", [0.0] * 3 * 257), ("reach_threshold", float("nan"))):
+                            ("gripper_link", "nope"), ("positions", [0.0] * 3 * 257),
+                            ("reach_threshold", float("nan"))):
             successful, reason = set_parameter(client, "reasoning", name, value)
             assert not successful and name in reason, (name, reason)
         for node, name, kind in (("world", "realtime_factor", "floating_point_range"),
@@ -355,14 +356,17 @@ BAD_SCENES = [  # (file name, mutation or text, what the message must say)
     ("nested.yaml", "[" * 100_000, "nested more than 32 deep"),
     ("binary.yaml", b"\xff\xfe\x00\x01garbage\x80", "not UTF-8 text"),
     ("huge.yaml", "a: " + "x" * (2 << 20), "larger than 1048576 bytes"),
-    ("solver.yaml", setting("simulation.solver_iterations", 2 ** 62), "simulation.solver_iterations: must be from 1 to 10000"),
+    ("solver.yaml", setting("simulation.solver_iterations", 2 ** 62),
+     "simulation.solver_iterations: must be from 1 to 10000"),
     ("seed.yaml", setting("simulation.seed", 2 ** 64), "simulation.seed: must be from 0 to 9223372036854775807"),
     ("negative_seed.yaml", setting("simulation.seed", -5), "simulation.seed"),
     ("objects.yaml", lambda d: d["scene"]["pick_bin"].update(min_objects=10 ** 6, max_objects=10 ** 6),
      "scene.pick_bin.min_objects: must be from 0 to 200"),
-    ("objects_float.yaml", setting("scene.pick_bin.max_objects", 1e18), "scene.pick_bin.max_objects: expected an integer"),
+    ("objects_float.yaml", setting("scene.pick_bin.max_objects", 1e18),
+     "scene.pick_bin.max_objects: expected an integer"),
     ("settle.yaml", setting("scene.settle_steps", 10 ** 12), "scene.settle_steps: must be from 0 to 10000"),
-    ("camera.yaml", lambda d: d["camera"].update(width=100_000, height=100_000), "camera.width: must be from 1 to 4096"),
+    ("camera.yaml", lambda d: d["camera"].update(width=100_000, height=100_000),
+     "camera.width: must be from 1 to 4096"),
     ("pixels.yaml", lambda d: d["camera"].update(width=4096, height=4096 + 1), "camera.height: must be from 1 to 4096"),
     ("base.yaml", setting("arm.base_position", [1e308, 0.0, 0.0]), "arm.base_position[0]: must be from -100 to 100"),
     ("kp_word.yaml", setting("controller", {"type": "joint_position", "options": {"kp": "high"}}),
@@ -420,7 +424,8 @@ def test_a_trajectory_with_a_thousand_ten_kilobyte_names_makes_a_short_log_line(
         client.spin_until(lambda: publisher.get_subscription_count() > 0, 30, "arm/joint_trajectory")
         names = [f"{i:04d}" + "x" * 10_000 for i in range(1000)]
         publisher.publish(JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(positions=[0.0] * 1000)]))
-        publisher.publish(JointTrajectory(joint_names=["y" * 1_000_000], points=[JointTrajectoryPoint(positions=[0.0])]))
+        publisher.publish(JointTrajectory(joint_names=["y" * 1_000_000],
+                                          points=[JointTrajectoryPoint(positions=[0.0])]))
         client.spin_until(lambda: int(status("/arm").get("rejected[arm/joint_trajectory]", 0)) == 2, 60,
                           "both rejections counted")
         still_stepping(client)

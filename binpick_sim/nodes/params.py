@@ -66,7 +66,8 @@ def declare(node: Node, name: str, default, description: str, read_only: bool = 
                                      dynamic_typing=is_float)
     if low is not None and high is not None:
         if is_float:
-            descriptor.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high), step=0.0)]
+            descriptor.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high),
+                                                                  step=0.0)]
         elif kind is int:
             descriptor.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
     rules[name] = _Rule(kind, low, high, check, None)  # on_change only after the declared value is in
