@@ -187,8 +187,10 @@ class PhysicsLoop:
                 self._finish()
 
     def _run_periodic(self) -> None:
+        """The periodic work that is due. Steps asked for while paused are each published (/clock exact
+        per step, as the simulation standard's stepping promises): the wall-rate cap is for free running."""
         now, wall = self.world.time, None
-        capped = self.wall_rate_cap and not 0 < self.realtime_factor <= 1
+        capped = self.wall_rate_cap and not self.paused and not 0 < self.realtime_factor <= 1
         for task in self._periodic:
             if now + 1e-9 >= task.due:
                 if capped and task.wall_cap:
