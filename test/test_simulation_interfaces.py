@@ -200,22 +200,30 @@ def test_pause_step_and_play_move_clock_by_exactly_the_steps_taken(running, si):
     # The action: feedback per step, then /clock exactly 10 steps further.
     from rclpy.action import ActionClient
 
-    feedback = []
     action = ActionClient(std.client.node, si.action.SimulateSteps, "simulate_steps")
     std.client.spin_until(action.server_is_ready, 30, "simulate_steps")
-    std.client.spin_for(0.5)  # time for the server to discover the feedback subscription
-    goal = action.send_goal_async(si.action.SimulateSteps.Goal(steps=10),
-                                  feedback_callback=lambda m: feedback.append(m.feedback))
-    std.client.spin_until(goal.done, 30, "the goal accepted")
-    result = goal.result().get_result_async()
-    std.client.spin_until(result.done, 60, "the action's result")
-    assert result.result().result.result.result == r.RESULT_OK
+
+    def simulate(steps: int) -> list:
+        feedback = []
+        goal = action.send_goal_async(si.action.SimulateSteps.Goal(steps=steps),
+                                      feedback_callback=lambda m: feedback.append(m.feedback))
+        std.client.spin_until(goal.done, 30, "the goal accepted")
+        result = goal.result().get_result_async()
+        std.client.spin_until(result.done, 60, "the action's result")
+        assert result.result().result.result.result == r.RESULT_OK
+        return feedback
+
+    warm_up = []  # 1-step goals until feedback reaches us: DDS matches the feedback subscription late under load
+    while not (warm_up and warm_up[-1]) and len(warm_up) < 20:
+        warm_up.append(simulate(1))
+        std.client.spin_for(0.2)
+    assert warm_up[-1], "no feedback after 20 goals"
+    feedback = simulate(10)
     progress = lambda: [(f.completed_steps, f.remaining_steps) for f in feedback]  # noqa: E731
-    std.client.spin_until(lambda: (10, 0) in progress(), 10, "the last feedback")  # may come after the result
+    std.client.spin_until(lambda: (10, 0) in progress(), 10, f"the last feedback {progress()}")  # may come after the result
     std.quiet()
-    # One per step, in order (the first few may go out before DDS has matched the client's subscription).
-    assert progress() == [(k, 10 - k) for k in range(11 - len(feedback), 11)]
-    assert round(std.clock[-1] / dt) == start + 36 == stack.sim.world.step_count
+    assert progress() == [(k, 10 - k) for k in range(1, 11)]  # one per step, in order
+    assert round(std.clock[-1] / dt) == start + 36 + len(warm_up) == stack.sim.world.step_count
 
     assert std.set_state(s.STATE_PLAYING).result.result == r.RESULT_OK
     std.client.spin_until(lambda: std.clock[-1] > (start + 100) * dt, 30, "the clock running again")

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..config import Config, save_config
-from ..policy import ObjectView, obj_vertices
+from ..policy import ObjectView
+from ..shapes import Geometry
 from ..sim import BinPickingSim
 from ..task import PickTask
 
@@ -180,11 +181,11 @@ class RosBackend:
             self._parsed = (msg, json.loads(msg.data))
         return self._parsed[1]
 
-    def _object(self, name: str, position, orientation, mesh: str, scale) -> ObjectView:
-        key = (mesh, tuple(scale))
-        if key not in self.vertices:  # as BinPickingSim.object_views computes them
-            self.vertices[key] = obj_vertices(mesh) * np.asarray(scale)
-        return ObjectView(name, np.array(position), np.array(orientation), self.vertices[key])
+    def _object(self, name: str, position, orientation, kind: str, size, mesh: str) -> ObjectView:
+        geometry = Geometry(kind, tuple(size), mesh)
+        if geometry not in self.vertices:  # as BinPickingSim.object_views computes them
+            self.vertices[geometry] = geometry.vertices()
+        return ObjectView(name, np.array(position), np.array(orientation), self.vertices[geometry])
 
     def _set_world_parameters(self, parameters) -> None:
         from rclpy.parameter_client import AsyncParameterClient

@@ -18,6 +18,7 @@ import json
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
 
+from .. import shapes
 from ..loop import PhysicsLoop
 from ..sim import BinPickingSim
 from ..task import PickTask
@@ -101,10 +102,10 @@ class TaskNode(Node):
         position, velocity, _ = arm.joint_states()
         ee_position, ee_orientation = arm.ee_pose()
         objects = []
-        for obj in self.sim.scene.objects:
-            place, turn = c.getBasePositionAndOrientation(obj.body)
-            shape = c.getVisualShapeData(obj.body)[0]
-            objects.append([obj.name, list(place), list(turn), shape[4].decode(), list(shape[3])])
+        for obj in self.sim.scene.objects:  # as BinPickingSim.object_views places and shapes them
+            place, turn = shapes.visual_pose(c, obj.body)
+            geometry = shapes.Geometry.from_visual_shape(c.getVisualShapeData(obj.body)[0])
+            objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
         return {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
                 "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
                 "objects": objects}
