@@ -14,6 +14,7 @@ import re
 import shlex
 import signal
 import subprocess
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,12 +306,26 @@ def test_every_ros2_line_of_the_readme_is_checked():
     assert {"client", "server", "once", "launch_test"} <= kinds
 
 
+def wait_for_the_cli_to_see(topic: str, cwd: Path, timeout: float = 60) -> None:
+    """The second terminal comes after the stack is up: wait until the `ros2` tools (their daemon, which
+    the first `ros2 topic list` starts) see it, as a user would see it in `ros2 topic list`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = subprocess.run(["bash", "-c", "ros2 topic list"], cwd=cwd, env=ros_env.shell_env(),
+                                capture_output=True, text=True, timeout=60).stdout.split()
+        if topic in listed:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"ros2 topic list never listed {topic}")
+
+
 def test_the_second_terminals_lines_against_ros2_run_sim(ros_context, tmp_path):
     server = Terminal(next(line for line in lines_of("server") if words(line) == "ros2 run binpick_sim sim"), tmp_path)
     client = None
     try:
         client = client_of(ros_context)
         client.episodes = []
+        wait_for_the_cli_to_see("/joint_states", tmp_path)
         for line in lines_of("client"):
             result = run(line, tmp_path)
             check_for(line).check(result, client, line)

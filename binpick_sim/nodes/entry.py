@@ -13,6 +13,20 @@ def main() -> int:
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
+    except ImportError as exc:  # rclpy turns anything raised while its C extension loads into an ImportError
+        if not interrupted(exc):
+            raise
+        print(INTERRUPTED, file=sys.stderr)
+        return 130
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in the exception's chain of causes."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 if __name__ == "__main__":
