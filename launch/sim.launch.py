@@ -2,7 +2,7 @@
 
     ros2 launch binpick_sim sim.launch.py [config:=scene.yaml] [rviz:=true] [gui:=false] [camera:=true]
         [namespace:=cell1] [use_sim_time:=true] [log_level:=info] [reasoning:=false] [robot_interface:=false]
-        [realtime_factor:=1.0]
+        [simulation_interfaces:=true] [realtime_factor:=1.0]
         [publish_description:=true]
 
 `ros2 launch binpick_sim sim.launch.py -s` lists the arguments with their descriptions.
@@ -24,6 +24,8 @@ ARGUMENTS = [
     ("reasoning", "false", "Run the reasoning node (scene queries under reasoning/)."),
     ("robot_interface", "false", "Serve the time-indexed robot interface (robot/...) at 1 kHz physics, the arm "
      "under torque control."),
+    ("simulation_interfaces", "true", "Serve the ROS 2 simulation_interfaces standard (spawn, entities, "
+     "pause/step, reset scopes) where the package is installed."),
     ("realtime_factor", "1.0", "Sim seconds per wall second; 0 runs as fast as possible."),
     ("namespace", "", "Namespace for every node and topic (but /clock, /diagnostics and /tf)."),
     ("use_sim_time", "true", "use_sim_time for the other nodes (robot_state_publisher, RViz); the simulation "
@@ -42,7 +44,8 @@ def generate_launch_description():
     sim = Node(package="binpick_sim", executable="sim", output="screen", ros_arguments=log,
                parameters=[{"config": arg("config"), "gui": arg("gui"), "camera": arg("camera"),
                             "reasoning": arg("reasoning"),
-                            "robot_interface": arg("robot_interface"), "realtime_factor": arg("realtime_factor")}])
+                            "robot_interface": arg("robot_interface"), "realtime_factor": arg("realtime_factor"),
+                            "simulation_interfaces": arg("simulation_interfaces")}])
     state_publisher = Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
                            ros_arguments=log, condition=IfCondition(arg("publish_description")),
                            parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
