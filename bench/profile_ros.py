@@ -64,7 +64,7 @@ def summary(path: str, steps: int = STEPS, rate: float = RATE) -> str:
         frames = stack.split(";")
         if any(key in frame for frame in frames for key in SETUP):
             continue
-        process = "sim" if any("binpick_sim.nodes.stack" in f for f in frames if f.startswith("process ")) else "client"
+        process = "sim" if any("binpick_sim.nodes." in f for f in frames if f.startswith("process ")) else "client"
         thread = next((f for f in frames if f.startswith("thread (")), "?")
         thread = names.get(thread.split(": ")[0], thread)
         part = next((name for frame in reversed(frames) for name, keys in PARTS if any(k in frame for k in keys)),

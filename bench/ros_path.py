@@ -1,11 +1,14 @@
 """The ROS path against the in-process one: env steps per second of the ROS backend beside the direct
 backend's, measured interleaved (both envs open, batches taking turns) so the load of a shared machine
-falls on both alike; and the same for the sim process's other executors. The reference column holds the
-direct backend's figure of the same run."""
+falls on both alike; and the same for the sim process's other executors. Beside each rate, the CPU time
+an env step costs (this process plus the sim process), which a busy machine disturbs far less. The
+reference column holds the direct backend's figure of the same run."""
 from __future__ import annotations
 
+import os
 import statistics
 import time
+from pathlib import Path
 
 import gymnasium as gym
 from tqdm import tqdm
@@ -20,10 +23,23 @@ ROUNDS = 5
 EXECUTORS = ("single", "multi")  # besides the default (events)
 
 
-def interleaved(env_id: str, observation: str, variants: dict[str, dict]) -> dict[str, float]:
-    """Median env steps/s of each variant (name -> gym.make options) over ROUNDS turns of one batch."""
+def cpu_seconds(env) -> float:
+    """CPU time used so far by this process and, for the ROS backend, its sim process: what a step
+    costs whatever else the machine runs (wall-clock rates on a shared machine swing with its load)."""
+    backend = env.unwrapped.backend
+    total = time.process_time()
+    if hasattr(backend, "process"):
+        fields = Path(f"/proc/{backend.process.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return total
+
+
+def interleaved(env_id: str, observation: str, variants: dict[str, dict]) -> dict[str, tuple[float, float]]:
+    """(median env steps/s, CPU ms per env step) of each variant (name -> gym.make options) over
+    ROUNDS turns of one batch."""
     envs = {name: gym.make(env_id, observation=observation, **options) for name, options in variants.items()}
     rates: dict[str, list[float]] = {name: [] for name in envs}
+    cpu: dict[str, float] = {name: 0.0 for name in envs}
     try:
         for env in envs.values():
             env.reset(seed=0)
@@ -31,14 +47,16 @@ def interleaved(env_id: str, observation: str, variants: dict[str, dict]) -> dic
             env.step(env.action_space.sample())  # warm up
         for _ in range(ROUNDS):
             for name, env in envs.items():
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), cpu_seconds(env)
                 for _ in range(BATCH[observation]):
                     env.step(env.action_space.sample())
                 rates[name].append(BATCH[observation] / (time.perf_counter() - start))
+                cpu[name] += cpu_seconds(env) - cpu_start
     finally:
         for env in envs.values():
             env.close()
-    return {name: statistics.median(r) for name, r in rates.items()}
+    steps = ROUNDS * BATCH[observation]
+    return {name: (statistics.median(r), 1000.0 * cpu[name] / steps) for name, r in rates.items()}
 
 
 def measure() -> list[Figure]:
@@ -48,14 +66,17 @@ def measure() -> list[Figure]:
     for env_id, observation in tqdm(cases, desc="ROS path", leave=False, disable=None):
         rates = interleaved(env_id, observation, {"direct": {"backend": "direct"}, "ros": {"backend": "ros"}})
         name = f"{env_id.split('/')[1]} ros / direct, {observation}"
-        figures.append(Figure("ros path", name, rates["ros"], "steps/s", rates["direct"],
-                              note + (", camera 640x480" if observation == "image" else "")))
+        camera = ", camera 640x480" if observation == "image" else ""
+        figures.append(Figure("ros path", name, rates["ros"][0], "steps/s", rates["direct"][0], note + camera))
+        figures.append(Figure("ros path", name + ", CPU per step (both processes)", rates["ros"][1], "ms",
+                              rates["direct"][1], note + camera))
     variants = {"direct": {"backend": "direct"}, "events": {"backend": "ros"}}
     variants.update({kind: {"backend": "ros", "sim_parameters": {"executor": kind}} for kind in EXECUTORS})
     rates = interleaved("binpick_sim/FrankaDelta-v0", "state", variants)
     for kind in ("events", *EXECUTORS):
-        figures.append(Figure("ros path", f"FrankaDelta-v0 ros / direct, state, sim executor {kind}", rates[kind],
-                              "steps/s", rates["direct"], note))
+        name = f"FrankaDelta-v0 ros / direct, state, sim executor {kind}"
+        figures.append(Figure("ros path", name, rates[kind][0], "steps/s", rates["direct"][0], note))
+        figures.append(Figure("ros path", name + ", CPU per step", rates[kind][1], "ms", rates["direct"][1], note))
     return figures
 
 

