@@ -43,7 +43,7 @@ test: $(STAMP)
 	$(ROS_ENV) $(PY) -m pytest test
 
 run: $(STAMP)
-	$(ROS_ENV) $(PY) -m binpick_sim.nodes.entry
+	$(ROS_ENV) $(PY) -m binpick_sim.nodes.process.entry
 
 # Bench-only extras (panda-gym, the like-for-like peer) go into the same venv, after the runtime pins.
 BENCH_STAMP := $(VENV)/.bench-installed

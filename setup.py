@@ -24,7 +24,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "sim = binpick_sim.nodes.entry:main",
+            "sim = binpick_sim.nodes.process.entry:main",
             "demo = binpick_sim.demo:main",
             "description = binpick_sim.description:main",
         ],

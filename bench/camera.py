@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from binpick_sim.nodes import convert
-from binpick_sim.nodes.client import TOPICS
+from binpick_sim.nodes.clients.client import TOPICS
 
 from .figures import Figure
 from .direct import direct_sim

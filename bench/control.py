@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from binpick_sim.nodes.robot_client import RosRobotFrontend
-from binpick_sim.nodes.spawn import SimProcess
-from binpick_sim.robot_interface import Action, Robot
+from binpick_sim.nodes.clients.robot_client import RosRobotFrontend
+from binpick_sim.nodes.process.spawn import SimProcess
+from binpick_sim.control.robot_interface import Action, Robot
 
 from .direct import direct_sim
 from .figures import Figure, percentile

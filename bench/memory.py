@@ -8,7 +8,7 @@ import textwrap
 
 from tqdm import tqdm
 
-from binpick_sim.nodes.client import TOPICS
+from binpick_sim.nodes.clients.client import TOPICS
 
 from .figures import Figure
 from .direct import TIMESTEP

@@ -6,7 +6,7 @@ import time
 from geometry_msgs.msg import WrenchStamped
 from rosgraph_msgs.msg import Clock
 
-from binpick_sim.nodes.client import TOPICS
+from binpick_sim.nodes.clients.client import TOPICS
 
 from .figures import Figure
 from .direct import TIMESTEP, direct_sim

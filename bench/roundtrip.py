@@ -5,7 +5,7 @@ import time
 
 from rclpy.experimental import EventsExecutor
 
-from binpick_sim.nodes.client import TOPICS
+from binpick_sim.nodes.clients.client import TOPICS
 
 from .figures import Figure, percentile
 from .direct import direct_sim

@@ -9,8 +9,8 @@ import rclpy
 import yaml
 from rclpy.context import Context
 
-from binpick_sim.nodes.client import SimClient
-from binpick_sim.nodes.spawn import SimProcess
+from binpick_sim.nodes.clients.client import SimClient
+from binpick_sim.nodes.process.spawn import SimProcess
 
 from .direct import scene_data
 

@@ -201,7 +201,7 @@ class ControllerConfig:
     options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
 
     def __post_init__(self):
-        from .controllers.options import option_problems  # the controllers say what their options are
+        from .control.controllers.options import option_problems  # the controllers say what their options are
 
         for name, value in self.options.items():
             _check_option(value, f"options.{name}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
-from .bin_geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
+from .cell.bin_geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
 from .config import BinConfig, Config, ConfigError, load_config
 from .paths import default_config, share_dir
 

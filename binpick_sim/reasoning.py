@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .sim import BinPickingSim
-from .world import connect
+from .cell.sim import BinPickingSim
+from .cell.world import connect
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 ROBOT_NAME = "panda"

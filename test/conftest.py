@@ -8,7 +8,7 @@ import pytest  # noqa: E402
 
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
-from binpick_sim.sim import BinPickingSim  # noqa: E402
+from binpick_sim.cell.sim import BinPickingSim  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +44,7 @@ def parameters(**values):
 @pytest.fixture
 def stack(ros_context):
     """The world, arm and camera nodes in this process, running as fast as possible."""
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.process.stack import SimStack
 
     with SimStack(ros_context, {"world": parameters(realtime_factor=0.0)}) as running:
         yield running
@@ -56,7 +56,7 @@ STATE_TOPICS = ["joint_states", "arm/ee_pose", "world/objects"]
 @pytest.fixture
 def client(ros_context, stack):
     """A client of the in-process stack that does not watch the camera (so nothing is rendered)."""
-    from binpick_sim.nodes.client import TOPICS, SimClient
+    from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
     client = SimClient("test_client", context=ros_context, topics={t: TOPICS[t] for t in STATE_TOPICS})
     client.wait_for_topics(STATE_TOPICS, timeout=30)

@@ -7,8 +7,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from binpick_sim.arm import JOINT_NAMES
-from binpick_sim.nodes.client import TOPICS, SimClient
+from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 NAMESPACE = "/launched"
 # the parameters sim.launch.py hands the `sim` executable, for the twin to use the same

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from binpick_sim.arm import JOINT_NAMES
+from binpick_sim.cell.arm import JOINT_NAMES
 
 READY = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.02, 0.02])
 
@@ -86,7 +86,7 @@ def test_delta_targets_are_clipped_to_the_workspace(sim):
 def test_clipping_can_be_switched_off(config):
     import dataclasses
 
-    from binpick_sim.sim import BinPickingSim
+    from binpick_sim.cell.sim import BinPickingSim
 
     free = dataclasses.replace(config, arm=dataclasses.replace(config.arm, clip_delta_to_workspace=False))
     sim = BinPickingSim(free)
@@ -156,7 +156,7 @@ def test_self_collision_and_the_finger_gear_follow_the_scene_file(config):
     other only with self-collision on, and only the gear couples them."""
     import dataclasses
 
-    from binpick_sim.sim import BinPickingSim
+    from binpick_sim.cell.sim import BinPickingSim
 
     for on in (True, False):
         arm_config = dataclasses.replace(config.arm, self_collision=on, finger_gear=on)
@@ -177,7 +177,7 @@ def test_ik_passes_and_iterations_follow_the_scene_file(config):
     distance left by the answer returned."""
     import dataclasses
 
-    from binpick_sim.sim import BinPickingSim
+    from binpick_sim.cell.sim import BinPickingSim
 
     arm_config = dataclasses.replace(config.arm, ik_rounds=0, ik_iterations=20)
     sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))

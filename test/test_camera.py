@@ -4,8 +4,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from binpick_sim.camera import Camera
-from binpick_sim.sim import BinPickingSim
+from binpick_sim.cell.camera import Camera
+from binpick_sim.cell.sim import BinPickingSim
 
 HEIGHT = 0.5  # camera above the empty floor behind the robot, looking straight down
 SPOT = (-1.0, 1.0)

@@ -3,7 +3,7 @@ gains variable, scaling and interpolation as the seed describes them."""
 import numpy as np
 import pytest
 
-from binpick_sim.controllers import (InverseKinematicsController, JointPositionController, JointTorqueController,
+from binpick_sim.control.controllers import (InverseKinematicsController, JointPositionController, JointTorqueController,
                                      JointVelocityController, OperationalSpaceController, make_controller)
 
 
@@ -114,7 +114,7 @@ def test_osc_reaches_a_position_step(sim, uncouple, seconds):
     c.set_goal([1, -0.6, -1, 0, 0, 0])
     run(sim, seconds)
     assert np.linalg.norm(sim.arm.ee_pose()[0] - (start + [0.05, -0.03, -0.05])) < 0.003
-    from binpick_sim.controllers.cartesian import orientation_error
+    from binpick_sim.control.controllers.cartesian import orientation_error
     assert np.linalg.norm(orientation_error(rotation, c.read_state().ee_rotation)) < 0.02
 
 
@@ -174,8 +174,8 @@ def test_the_arm_node_serves_the_selected_controller_and_refuses_garbage(ros_con
     from std_msgs.msg import Float64MultiArray
 
     from conftest import STATE_TOPICS, parameters
-    from binpick_sim.nodes.client import TOPICS, SimClient
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.clients.client import TOPICS, SimClient
+    from binpick_sim.nodes.process.stack import SimStack
 
     world, arm = parameters(realtime_factor=0.0, camera=False), parameters(controller="osc")
     with SimStack(ros_context, {"world": world, "arm": arm}) as stack:

@@ -10,9 +10,9 @@ import pytest
 from scipy.spatial.transform import Rotation
 from urdf_parser_py.urdf import URDF
 
-from binpick_sim.arm import JOINT_NAMES
+from binpick_sim.cell.arm import JOINT_NAMES
 from binpick_sim.description import cell_description
-from binpick_sim.sim import BinPickingSim
+from binpick_sim.cell.sim import BinPickingSim
 
 
 def parse(text):

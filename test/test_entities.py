@@ -3,10 +3,10 @@ task; refused requests change nothing; the episode restarts as it began."""
 import numpy as np
 import pytest
 
-from binpick_sim.entities import (INVALID_POSE, MISSING_ASSETS, NAME_NOT_UNIQUE, NOT_FOUND, OPERATION_FAILED,
+from binpick_sim.cell.entities import (INVALID_POSE, MISSING_ASSETS, NAME_NOT_UNIQUE, NOT_FOUND, OPERATION_FAILED,
                                   Entities, EntityError, State)
 from binpick_sim.reasoning import Reasoner
-from binpick_sim.task import PickTask
+from binpick_sim.picking.task import PickTask
 
 CUBE = """<robot name="cube"><link name="base">
   <inertial><origin xyz="0.005 0 0"/><mass value="0.02"/>

@@ -201,7 +201,7 @@ def test_a_dead_sim_is_reported_at_once_with_its_exit_status_and_log():
     import signal
     import time
 
-    from binpick_sim.nodes.spawn import SimProcessDied
+    from binpick_sim.nodes.process.spawn import SimProcessDied
 
     env = make("binpick_sim/FrankaDelta-v0", backend="ros", observation="state")
     try:

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 import ros_env
-from binpick_sim.nodes.client import TOPICS, SimClient
-from binpick_sim.nodes.entry import INTERRUPTED
-from binpick_sim.nodes.spawn import SimProcess
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+from binpick_sim.nodes.process.entry import INTERRUPTED
+from binpick_sim.nodes.process.spawn import SimProcess
 from binpick_sim.paths import default_config
 
 
@@ -40,7 +40,7 @@ def test_bad_scene_file_is_refused_naming_the_key(tmp_path):
     data["scene"]["pick_bin"]["size"] = "large"
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(data))
-    result = subprocess.run([sys.executable, "-m", "binpick_sim.nodes.stack", "--ros-args", "-p", f"config:={bad}"],
+    result = subprocess.run([sys.executable, "-m", "binpick_sim.nodes.process.stack", "--ros-args", "-p", f"config:={bad}"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert f"{bad}: scene.pick_bin.size: expected a list" in result.stderr
@@ -60,7 +60,7 @@ def test_demo_picks_an_object_and_saves_images(tmp_path):
 def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
     """From the moment Python has loaded its site packages (about 0.1 s) until serving."""
     for delay in (0.2, 0.6, 1.2, 2.0, 3.0, 5.0):
-        process = subprocess.Popen([sys.executable, "-m", "binpick_sim.nodes.entry", "--ros-args", "-p",
+        process = subprocess.Popen([sys.executable, "-m", "binpick_sim.nodes.process.entry", "--ros-args", "-p",
                                     "camera:=false"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(delay)
         process.send_signal(signal.SIGINT)
@@ -72,7 +72,7 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
 
 
 def test_an_unknown_controller_is_refused_before_the_world_is_built():
-    result = subprocess.run([sys.executable, "-m", "binpick_sim.nodes.entry", "--ros-args", "-p",
+    result = subprocess.run([sys.executable, "-m", "binpick_sim.nodes.process.entry", "--ros-args", "-p",
                              "controller:=bogus"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "unknown controller 'bogus' (known: none, joint_position" in result.stderr, result.stderr
@@ -106,7 +106,7 @@ def children(pid: int) -> list[int]:
 
 def test_sim_stops_when_the_process_that_started_it_is_killed(ros_context):
     """A gym env or test that dies (SIGKILL: no clean-up of its own) leaves no simulation running."""
-    parent = subprocess.Popen([sys.executable, "-c", "import time\nfrom binpick_sim.nodes.spawn import SimProcess\n"
+    parent = subprocess.Popen([sys.executable, "-c", "import time\nfrom binpick_sim.nodes.process.spawn import SimProcess\n"
                                "sim = SimProcess({'camera': False})\nprint(sim.process.pid, flush=True)\n"
                                "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
     sim_pid = int(parent.stdout.readline())

@@ -15,8 +15,8 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Float64MultiArray
 
-from binpick_sim.nodes.client import TOPICS, SimClient
-from binpick_sim.nodes.spawn import SimProcess
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+from binpick_sim.nodes.process.spawn import SimProcess
 
 from conftest import parameters
 
@@ -57,10 +57,10 @@ def still_stepping(client, steps=20):
 CORE_IK = textwrap.dedent("""
     import numpy as np
     from binpick_sim.config import load_config
-    from binpick_sim.controllers import make_controller
+    from binpick_sim.control.controllers import make_controller
     from binpick_sim.paths import default_config
     from binpick_sim.reasoning import Reasoner
-    from binpick_sim.sim import BinPickingSim
+    from binpick_sim.cell.sim import BinPickingSim
 
     sim = BinPickingSim(load_config(default_config()))
     sim.reset(seed=0)
@@ -123,7 +123,7 @@ def test_a_delta_of_1e308_and_a_reachable_query_at_1e308_leave_the_stack_serving
 @pytest.fixture
 def controller_stack(ros_context):
     """In-process stack with the joint position controller on arm/controller_commands and no camera."""
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.process.stack import SimStack
 
     with SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=False),
                                 "arm": parameters(controller="joint_position")}) as running:
@@ -152,7 +152,7 @@ def test_workspace_and_controller_clips_are_counted(ros_context, controller_stac
 @pytest.fixture
 def robot_stack(ros_context):
     """In-process stack serving the time-indexed robot interface, no camera."""
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.process.stack import SimStack
 
     with SimStack(ros_context, {"world": parameters(robot_interface=True, realtime_factor=0.0, camera=False)}) as s:
         yield s
@@ -169,7 +169,7 @@ def answers(client, publisher, data):
 def test_request_ids_that_no_int64_can_echo_are_refused_not_fatal(ros_context, robot_stack):
     from std_msgs.msg import Int64MultiArray
 
-    from binpick_sim.robot_interface import DEFAULT_KP, MAX_KP
+    from binpick_sim.control.robot_interface import DEFAULT_KP, MAX_KP
 
     client = SimClient("fuzz_ids", context=ros_context, topics={"robot/accepted": Int64MultiArray})
     try:
@@ -199,7 +199,7 @@ def test_request_ids_that_no_int64_can_echo_are_refused_not_fatal(ros_context, r
 # --- 3: nothing accepted makes the world NaN; world/reset brings back a sane one ------------------------------
 
 def test_trajectory_velocities_are_checked_against_the_velocity_limits(sim):
-    from binpick_sim.trajectory import BadTrajectory, Trajectory
+    from binpick_sim.control.trajectory import BadTrajectory, Trajectory
 
     limits = sim.arm.limits
     names = ["panda_joint1", "panda_joint2"]
@@ -252,7 +252,7 @@ def test_world_reset_rebuilds_an_arm_that_a_nan_reached(sim):
 
 def start(*arguments, timeout=90):
     """Start the sim executable with `-p` arguments; the CompletedProcess (it must exit by itself)."""
-    command = [sys.executable, "-m", "binpick_sim.nodes.stack", "--ros-args", "-p", "camera:=false"]
+    command = [sys.executable, "-m", "binpick_sim.nodes.process.stack", "--ros-args", "-p", "camera:=false"]
     for argument in arguments:
         command += ["-p", argument]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -278,7 +278,7 @@ def test_bad_parameters_stop_start_up_naming_them(arguments, name):
 
 @pytest.fixture
 def reasoning_stack(ros_context):
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.process.stack import SimStack
 
     with SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=False, reasoning=True)}) as s:
         yield s
@@ -400,7 +400,7 @@ def test_the_executable_exits_2_with_one_line_for_a_bomb_dev_zero_and_a_missing_
     for arguments, expected in (([f"config:={bomb}"], f"{bomb}: line"), (["config:=/dev/zero"], "/dev/zero: larger"),
                                 (["gui:=true"], "needs a display")):
         env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-        command = [sys.executable, "-m", "binpick_sim.nodes.stack", "--ros-args"]
+        command = [sys.executable, "-m", "binpick_sim.nodes.process.stack", "--ros-args"]
         for argument in arguments:
             command += ["-p", argument]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
@@ -444,8 +444,8 @@ def test_step_requests_are_capped_and_cancellable(ros_context):
 
     from std_msgs.msg import UInt32
 
-    from binpick_sim.nodes.stack import SimStack
-    from binpick_sim.nodes.world_node import MAX_STEP_REQUEST
+    from binpick_sim.nodes.process.stack import SimStack
+    from binpick_sim.nodes.servers.world_node import MAX_STEP_REQUEST
 
     world = parameters(lockstep=True, camera=False, realtime_factor=0.0)
     with SimStack(ros_context, {"world": world}) as stack:
@@ -475,8 +475,8 @@ def test_step_requests_are_capped_and_cancellable(ros_context):
 # --- 8: queries are bounded so that they cannot stall the world, and stop quietly on Ctrl-C -----------------
 
 def test_expensive_visibility_queries_are_refused_and_cheap_ones_answered(ros_context, tmp_path):
-    from binpick_sim.nodes.reasoning_node import MAX_POSITIONS
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.servers.reasoning_node import MAX_POSITIONS
+    from binpick_sim.nodes.process.stack import SimStack
 
     crowded = scene(tmp_path, "crowded.yaml", mutate=lambda d: d["scene"]["pick_bin"].update(min_objects=30,
                                                                                              max_objects=30))
@@ -505,7 +505,7 @@ def test_expensive_visibility_queries_are_refused_and_cheap_ones_answered(ros_co
 def test_ctrl_c_during_a_query_stops_cleanly(ros_context, tmp_path):
     from std_srvs.srv import Trigger
 
-    from binpick_sim.nodes.reasoning_node import MAX_POSITIONS
+    from binpick_sim.nodes.servers.reasoning_node import MAX_POSITIONS
 
     log = tmp_path / "sim.log"
     sim = SimProcess({"realtime_factor": 0.0, "camera": False, "reasoning": True}, log=log)
@@ -531,7 +531,7 @@ def test_ctrl_c_during_a_query_stops_cleanly(ros_context, tmp_path):
 def test_two_stacks_in_one_namespace_are_reported_by_both(ros_context, tmp_path):
     import time
 
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.process.stack import SimStack
 
     log = tmp_path / "first.log"
     first = SimProcess({"realtime_factor": 0.0, "camera": False}, log=log)
@@ -555,7 +555,7 @@ RESET_MEMORY = textwrap.dedent("""
     import pybullet, pybullet_data
     from binpick_sim.config import load_config
     from binpick_sim.paths import default_config
-    from binpick_sim.sim import BinPickingSim
+    from binpick_sim.cell.sim import BinPickingSim
 
     def rss():
         with open("/proc/self/status") as status:

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from urdf_parser_py.urdf import URDF
 
-from binpick_sim.nodes.spawn import SimProcess
+from binpick_sim.nodes.process.spawn import SimProcess
 
 from launch_checks import CHECKS, LAUNCH_PARAMETERS, NAMESPACE, make_client
 

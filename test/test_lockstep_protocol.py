@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from std_msgs.msg import Float64MultiArray, String
 
-from binpick_sim.nodes.task_node import OBSERVATION_TOPIC, STEP_TOPIC
+from binpick_sim.nodes.servers.task_node import OBSERVATION_TOPIC, STEP_TOPIC
 
 from conftest import parameters
 
 
 @pytest.fixture
 def lockstep(ros_context):
-    from binpick_sim.nodes.client import SimClient
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.clients.client import SimClient
+    from binpick_sim.nodes.process.stack import SimStack
 
     overrides = {"world": parameters(lockstep=True, task=True, camera=False)}
     with SimStack(ros_context, overrides) as stack:

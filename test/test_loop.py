@@ -5,8 +5,8 @@ import time
 import pytest
 
 from binpick_sim.config import SimulationConfig
-from binpick_sim.loop import PhysicsLoop
-from binpick_sim.world import World
+from binpick_sim.cell.loop import PhysicsLoop
+from binpick_sim.cell.world import World
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from rclpy.parameter_client import AsyncParameterClient
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
-from binpick_sim.arm import JOINT_NAMES
-from binpick_sim.nodes.client import TOPICS, SimClient
+from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 TARGET = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03])
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rcl_interfaces.srv import GetParameters
 
-from binpick_sim.nodes.client import TOPICS, SimClient
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 REPO = Path(__file__).resolve().parent.parent
 COLCON = Path(sys.executable).parent / "colcon"

@@ -7,7 +7,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from binpick_sim.arm import JOINT_NAMES
+from binpick_sim.cell.arm import JOINT_NAMES
 
 from conftest import parameters
 
@@ -39,8 +39,8 @@ def test_a_trajectory_is_followed_in_time(ros_context):
     (a free-running stack can outpace a reader on a busy machine)."""
     from std_msgs.msg import UInt32, UInt64
 
-    from binpick_sim.nodes.client import TOPICS, SimClient
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.clients.client import TOPICS, SimClient
+    from binpick_sim.nodes.process.stack import SimStack
 
     with SimStack(ros_context, {"world": parameters(lockstep=True, camera=False)}) as stack:
         client = SimClient("stepping_planner", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})

@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 import ros_env
-from binpick_sim.arm import JOINT_NAMES
-from binpick_sim.nodes.client import TOPICS, SimClient
+from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 README = ros_env.REPO / "README.md"
 SECTION = "## The ROS user's path"

@@ -6,7 +6,7 @@ import pybullet_data
 import pytest
 
 from binpick_sim.reasoning import ENVIRONMENT, OBJECT, ROBOT, Reasoner
-from binpick_sim.scene import SceneObject
+from binpick_sim.cell.scene import SceneObject
 
 CUBE = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a 5 cm cube
 

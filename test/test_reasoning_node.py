@@ -7,8 +7,8 @@ from rclpy.parameter_client import AsyncParameterClient
 
 from std_srvs.srv import Trigger
 
-from binpick_sim.nodes.client import TOPICS, SimClient
-from binpick_sim.nodes.stack import SimStack
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+from binpick_sim.nodes.process.stack import SimStack
 
 from conftest import parameters
 from test_reasoning import add_cube, along_the_optical_axis

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from binpick_sim.robot_interface import (BUFFER, DEFAULT_KD, DEFAULT_KP, SAFETY_KD, Action, Robot, TimeIndexError,
+from binpick_sim.control.robot_interface import (BUFFER, DEFAULT_KD, DEFAULT_KP, SAFETY_KD, Action, Robot, TimeIndexError,
                                          NO_ERROR, BACKEND_ERROR)
 
 
@@ -150,8 +150,8 @@ def test_after_an_error_appending_raises():
 
 def test_over_ros_the_same_api_gives_the_same_answers(ros_context):
     from conftest import parameters
-    from binpick_sim.nodes.robot_client import RosRobotFrontend
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.clients.robot_client import RosRobotFrontend
+    from binpick_sim.nodes.process.stack import SimStack
 
     world = parameters(robot_interface=True, realtime_factor=0.5, camera=False)
     with SimStack(ros_context, {"world": world}) as stack, RosRobotFrontend(context=ros_context) as f:
@@ -174,8 +174,8 @@ def test_garbage_on_the_action_topic_is_refused_and_counted(ros_context):
     from std_msgs.msg import Float64MultiArray, Int64MultiArray
 
     from conftest import parameters
-    from binpick_sim.nodes.client import SimClient
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.clients.client import SimClient
+    from binpick_sim.nodes.process.stack import SimStack
 
     world = parameters(robot_interface=True, realtime_factor=0.0, camera=False)
     with SimStack(ros_context, {"world": world}) as stack:
@@ -195,9 +195,9 @@ def test_garbage_on_the_action_topic_is_refused_and_counted(ros_context):
 
 def test_while_the_robot_interface_drives_the_arm_other_commands_are_refused(ros_context):
     from conftest import parameters
-    from binpick_sim.nodes.client import SimClient
-    from binpick_sim.nodes.robot_client import RosRobotFrontend
-    from binpick_sim.nodes.stack import SimStack
+    from binpick_sim.nodes.clients.client import SimClient
+    from binpick_sim.nodes.clients.robot_client import RosRobotFrontend
+    from binpick_sim.nodes.process.stack import SimStack
 
     world = parameters(robot_interface=True, realtime_factor=0.5, camera=False)
     with SimStack(ros_context, {"world": world}) as stack, RosRobotFrontend(context=ros_context) as f:

@@ -16,8 +16,8 @@ from std_msgs.msg import Float64MultiArray, UInt32
 
 from binpick_sim.config import required_keys
 from binpick_sim.envs.backends import RosBackend
-from binpick_sim.nodes.client import TOPICS, SimClient
-from binpick_sim.nodes.spawn import SimProcess
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+from binpick_sim.nodes.process.spawn import SimProcess
 from binpick_sim.paths import default_config
 
 GOOD = [0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03]
@@ -132,7 +132,7 @@ def scene_without(tmp_path, mutate):
 
 
 def start_with(scene):
-    return subprocess.run([sys.executable, "-m", "binpick_sim.nodes.stack", "--ros-args", "-p", f"config:={scene}"],
+    return subprocess.run([sys.executable, "-m", "binpick_sim.nodes.process.stack", "--ros-args", "-p", f"config:={scene}"],
                           capture_output=True, text=True, timeout=60)
 
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from binpick_sim.policy import obj_vertices
-from binpick_sim.scene import object_files
+from binpick_sim.picking.policy import obj_vertices
+from binpick_sim.cell.scene import object_files
 
 
 def largest_dimension(sim, obj):
@@ -63,7 +63,7 @@ def test_same_seed_same_episode(sim, config):
         sim.reset(seed=seed)
         return sim.scene.object_urdf, [tuple(np.round(sim.scene.object_position(o), 6)) for o in sim.scene.objects]
 
-    from binpick_sim.sim import BinPickingSim
+    from binpick_sim.cell.sim import BinPickingSim
 
     other = BinPickingSim(config)
     try:
@@ -97,7 +97,7 @@ def test_train_and_test_sets_are_disjoint():
 def test_a_client_binds_each_function_to_its_own_physics_server():
     """World clients keep PyBullet's functions bound to their id (cheaper calls); two clients stay apart
     and disconnecting still works."""
-    from binpick_sim.world import connect
+    from binpick_sim.cell.world import connect
 
     first, second = connect(), connect()
     try:

@@ -21,8 +21,8 @@ from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from binpick_sim.nodes import simulation_node
-from binpick_sim.nodes.client import SimClient
-from binpick_sim.nodes.stack import SimStack
+from binpick_sim.nodes.clients.client import SimClient
+from binpick_sim.nodes.process.stack import SimStack
 
 MISSING = "simulation_interfaces is not installed (ros-jazzy-simulation-interfaces, or ../shared/ros-tools)"
 BOX_URDF = """<robot name="{name}"><link name="base">
@@ -612,7 +612,7 @@ def test_scripted_picker_grabs_a_spawned_object_over_ros(ros_context, si):
 
 
 def test_quitting_ends_the_sim_process_cleanly(ros_context, si, tmp_path):
-    from binpick_sim.nodes.spawn import SimProcess
+    from binpick_sim.nodes.process.spawn import SimProcess
 
     with SimProcess({"camera": False, "realtime_factor": 0.0}, log=tmp_path / "sim.log") as process:
         client = SimClient("quit_test", context=ros_context, topics={})
@@ -633,7 +633,7 @@ def test_readme_command_lines_work_as_written(si, tmp_path):
     import subprocess
     from pathlib import Path
 
-    from binpick_sim.nodes.spawn import SimProcess
+    from binpick_sim.nodes.process.spawn import SimProcess
 
     if shutil.which("ros2") is None:
         pytest.skip("ros2cli is not installed (the `ros2` command)")

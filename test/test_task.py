@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binpick_sim.scene import SceneObject
-from binpick_sim.sim import BinPickingSim
-from binpick_sim.task import PickTask
+from binpick_sim.cell.scene import SceneObject
+from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.picking.task import PickTask
 
 
 def make_task(config, **changes):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from binpick_sim.arm import JOINT_NAMES
-from binpick_sim.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
+from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.control.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 
 ARM = JOINT_NAMES[:7]
 

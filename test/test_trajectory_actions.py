@@ -9,7 +9,7 @@ from rclpy.action import ActionClient
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import ros_env
-from binpick_sim.arm import JOINT_NAMES
+from binpick_sim.cell.arm import JOINT_NAMES
 
 ARM = list(JOINT_NAMES[:7])
 pytestmark = pytest.mark.skipif(ros_env.missing("control_msgs") is not None,

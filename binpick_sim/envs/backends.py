@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ..config import Config, save_config
-from ..policy import ObjectView
-from ..shapes import Geometry
-from ..sim import BinPickingSim
-from ..task import PickTask
+from ..picking.policy import ObjectView
+from ..cell.shapes import Geometry
+from ..cell.sim import BinPickingSim
+from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
@@ -100,9 +100,9 @@ class RosBackend:
         from rclpy.experimental import EventsExecutor
         from std_msgs.msg import Float64MultiArray, String
 
-        from ..nodes.client import TOPICS, SimClient
-        from ..nodes.spawn import SimProcess
-        from ..nodes.task_node import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
+        from ..nodes.clients.client import TOPICS, SimClient
+        from ..nodes.process.spawn import SimProcess
+        from ..nodes.servers.task_node import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
         self.namespace = namespace or f"/binpick_env_{os.getpid()}_{next(self._count)}"

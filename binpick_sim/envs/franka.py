@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..arm import JOINT_NAMES
+from ..cell.arm import JOINT_NAMES
 from ..config import load_config
 from ..paths import default_config
 from .backends import Observation, make_backend
@@ -96,7 +96,7 @@ class FrankaEnv(gym.Env):
 
     def _limits(self):
         """Joint limits from the URDF, read in a scratch world (the backend may not exist yet)."""
-        from ..sim import BinPickingSim
+        from ..cell.sim import BinPickingSim
 
         scratch = BinPickingSim(self.config)
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..policy import BinInterior, Grasp, choose_grasp, yaw_step
+from ..picking.policy import BinInterior, Grasp, choose_grasp, yaw_step
 
 REACHED = 0.002  # m
 YAW_REACHED = 0.01  # rad

@@ -1,0 +1,356 @@
+"""The Franka Panda of the seed's FrankaArm: joint position, joint velocity and top-down delta actions.
+
+Two ways to act: `set_*_targets` only hands targets to PyBullet's motors (the ROS node does this and
+lets its physics loop move the arm), while `move_to` / `apply_velocity` / `apply_delta` also step the
+world as the seed does (until the target is reached or `max_steps`, or one step for velocities).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..config import ArmConfig
+from .ik import PandaIK
+from .scene import Bin
+from .world import World
+
+ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
+FINGER_JOINT_NAMES = ("panda_finger_joint1", "panda_finger_joint2")
+JOINT_NAMES = ARM_JOINT_NAMES + FINGER_JOINT_NAMES
+GRASP_TARGET_LINK = "panda_grasptarget"
+FINGER_LINKS = ("panda_leftfinger", "panda_rightfinger")
+TOP_DOWN_ROLL = np.pi  # grasp-target z axis points at the floor
+SHAKE_HEIGHT = 0.03  # metres up and back down when verifying a grasp
+FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has finished moving
+FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+    def clip_position(self, q) -> np.ndarray:
+        return np.clip(q, self.lower, self.upper)
+
+    def clip_velocity(self, v) -> np.ndarray:
+        return np.clip(v, -self.velocity, self.velocity)
+
+
+def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
+    """Names as a planner sends them: known, each once, at least one; `error` says which is wrong."""
+    names = list(names)
+    if not names:
+        raise error("no joint names")
+    unknown = [n for n in names if n not in JOINT_NAMES]
+    if unknown:  # quoted short: the names are the sender's text, of any length and number
+        quoted = ", ".join(repr(n[:40] + "...") if len(n) > 40 else repr(n) for n in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        raise error(f"unknown joint(s) {quoted}{more} (joints: {', '.join(JOINT_NAMES)})")
+    if len(set(names)) != len(names):
+        raise error("a joint is named twice")
+    return names
+
+
+class FrankaArm:
+    def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None):
+        self.world = world
+        self.config = config
+        self.workspace = workspace
+        c = world.client
+        orientation = self.base_orientation = c.getQuaternionFromEuler(np.radians(config.base_orientation_deg))
+        self._load_body()
+        self.link_index = {c.getJointInfo(self.body, j)[12].decode(): j for j in range(c.getNumJoints(self.body))}
+        by_joint = {c.getJointInfo(self.body, j)[1].decode(): j for j in range(c.getNumJoints(self.body))}
+        self.joints = [by_joint[name] for name in JOINT_NAMES]
+        self.finger_joints = self.joints[7:]
+        self.grasp_link = self.link_index[GRASP_TARGET_LINK]
+        self.finger_links = [self.link_index[name] for name in FINGER_LINKS]
+        self._set_up_body()
+        infos = [c.getJointInfo(self.body, j) for j in self.joints]
+        self.limits = JointLimits(lower=np.array([i[8] for i in infos]), upper=np.array([i[9] for i in infos]),
+                                  effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
+        self.home = self.limits.clip_position(config.home)
+        self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
+                              self.home, self.grasp_link, self.joints,
+                              rounds=config.ik_rounds, iterations=config.ik_iterations)
+        self.controller: Callable[[], None] | None = None
+        self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
+        world.add_step_hooks(before=self._run_controller)
+        self.reset()
+        self.tip_offset = self._measure_tip_offset()
+        self._workspace_bounds: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _load_body(self) -> None:
+        c = self.world.client
+        self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
+        self.body = c.loadURDF("franka_panda/panda.urdf", self.config.base_position, self.base_orientation,
+                               useFixedBase=True, flags=self_collision if self.config.self_collision else 0)
+
+    def _set_up_body(self) -> None:
+        c = self.world.client
+        for link in self.finger_links:
+            c.changeDynamics(self.body, link, lateralFriction=1.0, spinningFriction=0.001)
+        if self.config.finger_gear:
+            # The real hand's fingers are mechanically coupled; a gear constraint makes them close
+            # symmetrically instead of one finger pushing the object into the other.
+            gear = c.createConstraint(self.body, self.finger_joints[0], self.body, self.finger_joints[1],
+                                      c.JOINT_GEAR, [1, 0, 0], [0, 0, 0], [0, 0, 0])
+            c.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=50)
+        if self.config.finger_force_sensors:  # off is PyBullet's default (turning off a missing one warns)
+            for j in self.finger_joints:
+                c.enableJointForceTorqueSensor(self.body, j, True)
+
+    def _reload_if_poisoned(self) -> None:
+        """A NaN that once reached PyBullet (a NaN torque) stays in the body for good: resetting its joints
+        and base leaves its motors dead. Such an arm is removed and loaded again, under the same body id
+        (PyBullet hands a freed id out again first; the camera and the reasoner keep it)."""
+        c = self.world.client
+        base = np.concatenate(c.getBasePositionAndOrientation(self.body))
+        if np.all(np.isfinite(base)) and all(np.isfinite(self.joint_states()[k]).all() for k in (0, 1)):
+            return
+        old = self.body
+        c.removeBody(old)
+        self._load_body()
+        if self.body != old:
+            raise RuntimeError(f"the reloaded arm got body id {self.body}, not {old}")
+        self._set_up_body()
+
+    def _measure_tip_offset(self) -> float:
+        """Height of the grasp target above the fingertips' lowest point, with the gripper pointing down
+        (the seed's "tip offset"), measured as the fingers' distance to a plane through the world origin."""
+        c = self.world.client
+        plane = c.createCollisionShape(c.GEOM_PLANE)
+        lowest = min(point[8] for link in self.finger_links
+                     for point in c.getClosestPoints(bodyA=self.body, bodyB=-1, distance=10.0, linkIndexA=link,
+                                                     collisionShapeB=plane))
+        return float(self.ee_pose()[0][2] - lowest)
+
+    # --- who commands the arm ------------------------------------------------------------------
+    def set_controller(self, controller: Callable[[], None] | None) -> None:
+        """Run `controller()` before every physics step until replaced or cleared with None.
+
+        Anything that must act at the physics rate (a trajectory being followed, a torque controller)
+        installs itself here; installing another one, or clearing it, stops the previous one, the way a
+        new command replaces the running one on a real arm.
+        """
+        self.controller = controller
+
+    def _run_controller(self) -> None:
+        if self.controller is not None:
+            self.controller()
+
+    # --- state --------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Teleport to the home pose, at rest, with the motors holding it and the gripper open.
+        Any running controller is stopped; an arm made NaN is rebuilt first."""
+        self.controller = None
+        self._reload_if_poisoned()
+        for j, q in zip(self.joints, self.home):
+            self.world.client.resetJointState(self.body, j, q, 0.0)
+        self.gripper_open = True  # seed: reset leaves the gripper open
+        self.set_position_targets(self.home)
+
+    def joint_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints."""
+        states = self.world.client.getJointStates(self.body, self.joints)
+        return tuple(np.array([s[k] for s in states]) for k in (0, 1, 3))
+
+    def gravity_torques(self, positions) -> np.ndarray:
+        """Torques [Nm | N] that hold the 9 joints still at `positions` (inverse dynamics at rest)."""
+        zeros = [0.0] * len(self.joints)
+        return np.array(self.world.client.calculateInverseDynamics(self.body, list(map(float, positions)),
+                                                                   zeros, zeros))
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World position and xyzw quaternion of the grasp target (between the fingertips)."""
+        state = self.world.client.getLinkState(self.body, self.grasp_link, computeForwardKinematics=True)
+        return np.array(state[4]), np.array(state[5])
+
+    def ee_yaw(self) -> float:
+        _, quat = self.ee_pose()
+        return float(self.world.client.getEulerFromQuaternion(quat)[2])
+
+    def finger_wrenches(self) -> np.ndarray:
+        """2 x 6 reaction wrenches [Fx Fy Fz Mx My Mz] of the finger joints, in each joint's frame."""
+        states = self.world.client.getJointStates(self.body, self.finger_joints)
+        return np.array([s[2] for s in states])
+
+    def finger_forces(self) -> np.ndarray:
+        """Squeeze force of each finger [N]: the magnitude of its joint's reaction force.
+
+        (The seed reads the z component; in PyBullet's frame for these joints the squeeze shows up on x,
+        so the magnitude is the reading that means the same thing.)
+        """
+        return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
+
+    # --- motor targets (no stepping) ----------------------------------------------------------
+    def set_position_targets(self, q) -> np.ndarray:
+        """Hand 9 position targets to the motors, clipped to the joint limits; returns what was set."""
+        q = self.limits.clip_position(np.asarray(q, dtype=float))
+        self.command_motors(q, np.full(len(q), np.nan))
+        return q
+
+    def set_velocity_targets(self, v) -> np.ndarray:
+        """Hand 9 velocity targets to the motors, clipped to the velocity limits; returns what was set."""
+        v = self.limits.clip_velocity(np.asarray(v, dtype=float))
+        self.command_motors(np.full(len(v), np.nan), v)
+        return v
+
+    def command_motors(self, positions, velocities) -> None:
+        """Per joint: a position target (where `positions` is a number) or a velocity target (where only
+        `velocities` is); values are used as given, so clip them first. This pair is the whole motor
+        state: `targets` and `velocity_targets` report it back."""
+        c = self.world.client
+        forces = self.limits.effort.tolist()
+        forces[7:] = [float(self.config.finger_force)] * (len(forces) - 7)
+        # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
+        position_list = np.asarray(positions, dtype=float).tolist()
+        velocity_list = np.asarray(velocities, dtype=float).tolist()
+        max_velocities = self.limits.velocity.tolist()
+        motor, position_mode, velocity_mode = c.setJointMotorControl2, c.POSITION_CONTROL, c.VELOCITY_CONTROL
+        for i, (j, force) in enumerate(zip(self.joints, forces)):
+            if math.isfinite(position_list[i]):
+                motor(self.body, j, position_mode, targetPosition=position_list[i], force=force,
+                      maxVelocity=max_velocities[i])
+            else:
+                motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
+        self.position_targets = np.array(positions, dtype=float)
+        self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
+
+    @property
+    def targets(self) -> np.ndarray | None:
+        """The 9 position targets, or None while any joint runs on a velocity target."""
+        return None if np.isnan(self.position_targets).any() else self.position_targets.copy()
+
+    def set_gripper(self, open_: bool) -> None:
+        """Open to the configured width or close fully, leaving the seven arm joints' targets alone
+        (in velocity mode the arm holds where it is)."""
+        q = self.targets.copy() if self.targets is not None else self.joint_states()[0]
+        q[7:] = self.config.gripper_open if open_ else self.limits.lower[7:]
+        self.gripper_open = open_
+        self.set_position_targets(q)
+
+    def delta_targets(self, delta) -> np.ndarray:
+        """Joint targets for the seed's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
+
+        The new grasp-target position is the current one plus the delta, clipped to the workspace when
+        configured; the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
+        arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
+        """
+        delta = np.asarray(delta, dtype=float)
+        position, orientation = self.ee_pose()
+        asked = position + delta[:3]
+        target = asked
+        if self.config.clip_delta_to_workspace and self.workspace is not None:
+            target = self.clip_to_workspace(target)
+        target = self.solver.bound(target)
+        self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
+        yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
+        q = self.ik(target, yaw)
+        if delta[4] != 0:
+            self.gripper_open = bool(delta[4] > 0)
+        q[7:] = self.config.gripper_open if self.gripper_open else self.limits.lower[7:]
+        return self.limits.clip_position(q)
+
+    def ik(self, position, yaw: float) -> np.ndarray:
+        """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
+        orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
+        start = self.joint_states()[0]
+        if self.targets is not None:
+            start[7:] = self.targets[7:]
+        q, _ = self.solver.solve(start, position, orientation)
+        return q
+
+    def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
+        high enough that the fingertips stay just clear of the floor, no upper limit (computed once:
+        the bin is fixed)."""
+        if self._workspace_bounds is None:
+            lower, upper = self.workspace.interior()
+            m = self.config.workspace_margin
+            floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
+            self._workspace_bounds = (np.array([lower[0] + m, lower[1] + m, floor]),
+                                      np.array([upper[0] - m, upper[1] - m, np.inf]))
+        return tuple(bound.copy() for bound in self._workspace_bounds)
+
+    def clip_to_workspace(self, point) -> np.ndarray:
+        lower, upper = self.workspace_bounds()
+        local = np.clip(self.workspace.to_local(point), lower, upper)
+        return self.workspace.to_world(local)
+
+    # --- seed actions that step the world -----------------------------------------------------
+    def move_to(self, q, check_fingers: bool = False) -> list[np.ndarray]:
+        """Position action: set targets, step until the arm joints are within tolerance or max_steps.
+
+        Returns the finger force readings of every step (empty when the sensors are off).
+        """
+        q = self.set_position_targets(q)
+        joints = slice(0, 9 if check_fingers else 7)
+        readings = []
+        for _ in range(self.config.max_steps):
+            self.world.step()
+            if self.config.finger_force_sensors:
+                readings.append(self.finger_forces())
+            if np.all(np.abs(self.joint_states()[0][joints] - q[joints]) < self.config.position_tolerance):
+                break
+        return readings
+
+    def apply_velocity(self, v) -> list[np.ndarray]:
+        """Velocity action: set (clipped) velocities and step once."""
+        self.set_velocity_targets(v)
+        self.world.step()
+        return [self.finger_forces()] if self.config.finger_force_sensors else []
+
+    def apply_delta(self, delta) -> list[np.ndarray]:
+        """Delta action: move the arm by IK, then open or close the gripper if that changed."""
+        was_open = self.gripper_open
+        q = self.delta_targets(delta)
+        readings = self.move_to(q)
+        if self.gripper_open != was_open:
+            readings += self.actuate_gripper(self.gripper_open)
+        return readings
+
+    def actuate_gripper(self, open_: bool) -> list[np.ndarray]:
+        """Open or close and step until the fingers stop (or max_steps when they squeeze an object)."""
+        self.set_gripper(open_)
+        readings, still = [], 0
+        for _ in range(self.config.max_steps):
+            self.world.step()
+            if self.config.finger_force_sensors:
+                readings.append(self.finger_forces())
+            still = still + 1 if np.all(np.abs(self.joint_states()[1][7:]) < FINGER_STOPPED) else 0
+            if still >= 10:
+                break
+        return readings
+
+    # --- grasping -----------------------------------------------------------------------------
+    def touching(self, body: int) -> bool:
+        """Seed grasp check: both fingers have a contact point with the body."""
+        c = self.world.client
+        return all(c.getContactPoints(self.body, body, link, -1) for link in self.finger_links)
+
+    def contacts(self) -> tuple:
+        """Every contact point of the arm, in one PyBullet call (bodyA is always the arm)."""
+        return self.world.client.getContactPoints(self.body)
+
+    def gripped_bodies(self, contacts=None) -> set[int]:
+        """The bodies that `touching` holds true for, from one contact query (or `contacts`) instead of
+        two per body: both finger links touch the body's base link."""
+        contacts = self.contacts() if contacts is None else contacts
+        left, right = self.finger_links
+        by_link = {left: set(), right: set()}
+        for point in contacts:
+            if point[3] in by_link and point[4] == -1:
+                by_link[point[3]].add(point[2])
+        return by_link[left] & by_link[right]
+
+    def shake(self) -> None:
+        """Move up a little and back down, so that a loose grasp loses its object."""
+        for dz in (SHAKE_HEIGHT, -SHAKE_HEIGHT):
+            self.move_to(self.delta_targets([0, 0, dz, 0, 0]))

@@ -1,0 +1,104 @@
+"""A pinhole camera rendered by PyBullet: rgb, metric depth, segmentation and ROS-ready intrinsics.
+
+The camera is placed like a URDF sensor: `camera_link` (x forward, z up; REP 103) sits at a fixed
+offset from a parent frame, either `world` or a link of the arm, and `camera_optical_frame`
+(z forward, x right, y down) is rigidly attached to it. Depth is the distance along the optical
+axis in metres, recovered from OpenGL's non-linear depth buffer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import CameraConfig
+from .world import World
+
+FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
+# camera_link -> camera_optical_frame, the standard rpy (-pi/2, 0, -pi/2) as a rotation matrix
+LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+
+
+@dataclass(frozen=True)
+class Frame:
+    rgb: np.ndarray  # H x W x 3 uint8
+    depth: np.ndarray  # H x W float32, metres along the optical axis; +inf where nothing was hit
+    segmentation: np.ndarray  # H x W int32, PyBullet body id per pixel, -1 for background
+    stamp: float  # sim time of the render
+
+
+class Camera:
+    def __init__(self, world: World, config: CameraConfig, arm=None):
+        self.world = world
+        self.config = config
+        c = world.client
+        if config.parent == "world":
+            self.parent_body, self.parent_link = None, None
+        elif arm is not None and config.parent in arm.link_index:
+            self.parent_body, self.parent_link = arm.body, arm.link_index[config.parent]
+        else:
+            known = ["world"] + (sorted(arm.link_index) if arm is not None else [])
+            raise ValueError(f"camera.parent: unknown frame {config.parent!r} (known: {', '.join(known)})")
+        self.offset_position = np.array(config.position, dtype=float)
+        offset_quat = c.getQuaternionFromEuler(np.radians(config.orientation_deg))
+        self.offset_rotation = np.array(c.getMatrixFromQuaternion(offset_quat)).reshape(3, 3)
+        self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.width / config.height,
+                                                       config.near, config.far)
+        self.renderer = c.ER_BULLET_HARDWARE_OPENGL if world.gui else c.ER_TINY_RENDERER
+
+    @property
+    def width(self) -> int:
+        return self.config.width
+
+    @property
+    def height(self) -> int:
+        return self.config.height
+
+    def link_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World position and rotation matrix of camera_link (follows the parent link if mounted)."""
+        if self.parent_body is None:
+            return self.offset_position, self.offset_rotation
+        state = self.world.client.getLinkState(self.parent_body, self.parent_link, computeForwardKinematics=True)
+        parent_rotation = np.array(self.world.client.getMatrixFromQuaternion(state[5])).reshape(3, 3)
+        return np.array(state[4]) + parent_rotation @ self.offset_position, parent_rotation @ self.offset_rotation
+
+    def optical_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World position and rotation matrix of camera_optical_frame."""
+        position, rotation = self.link_pose()
+        return position, rotation @ LINK_TO_OPTICAL
+
+    def view_matrix(self) -> list[float]:
+        position, rotation = self.optical_pose()
+        forward, down = rotation[:, 2], rotation[:, 1]
+        return self.world.client.computeViewMatrix(position.tolist(), (position + forward).tolist(), (-down).tolist())
+
+    def intrinsics(self) -> np.ndarray:
+        """3x3 K in ROS's convention (pixel centres at integer coordinates) matching the rendered images.
+
+        The principal point depends on the renderer: OpenGL puts the optical axis at (w/2 - 0.5, h/2 - 0.5);
+        TinyRenderer samples pixels at integer screen coordinates and flips rows, which moves it to
+        (w/2, h/2 - 1). The camera test measures this against rendered markers.
+        """
+        fy = (self.height / 2) / np.tan(np.radians(self.config.fov_deg) / 2)
+        if self.renderer == self.world.client.ER_TINY_RENDERER:
+            cx, cy = self.width / 2, self.height / 2 - 1
+        else:
+            cx, cy = self.width / 2 - 0.5, self.height / 2 - 0.5
+        return np.array([[fy, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+
+    def render(self, segmentation: bool = True) -> Frame:
+        c = self.world.client
+        flags = 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
+        _, _, rgba, depth_buffer, seg = c.getCameraImage(
+            self.width, self.height, self.view_matrix(), self.projection, renderer=self.renderer, flags=flags)
+        rgba = np.asarray(rgba, dtype=np.uint8).reshape(self.height, self.width, 4)
+        depth = self.linearize(np.asarray(depth_buffer, dtype=np.float64).reshape(self.height, self.width))
+        seg = np.asarray(seg, dtype=np.int32).reshape(self.height, self.width) if segmentation else None
+        return Frame(rgb=np.ascontiguousarray(rgba[:, :, :3]), depth=depth, segmentation=seg, stamp=self.world.time)
+
+    def linearize(self, depth_buffer: np.ndarray) -> np.ndarray:
+        """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf."""
+        near, far = self.config.near, self.config.far
+        depth = far * near / (far - (far - near) * depth_buffer)
+        depth[depth_buffer >= FAR_BUFFER] = np.inf
+        return depth.astype(np.float32)

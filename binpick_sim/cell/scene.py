@@ -1,0 +1,204 @@
+"""The bin-picking cell: ground, a pick bin full of small objects, and an empty drop bin.
+
+Follows the seed's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
+random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
+largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pybullet_data
+
+from .bin_geometry import bin_boxes
+from ..config import BinConfig, SceneConfig
+from ..picking.policy import obj_vertices
+from .world import World, connect
+
+GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points
+OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
+
+
+def object_files(object_set: str) -> list[Path]:
+    """The seed's train/test split of random_urdfs: every tenth object is held out for testing."""
+    root = Path(pybullet_data.getDataPath()) / "random_urdfs"
+    files = sorted(root.glob("[0-9][0-9][0-9]/[0-9][0-9][0-9].urdf"))
+    held_out = object_set == "test"
+    return [f for i, f in enumerate(files) if (i % 10 == 0) == held_out]
+
+
+class Bin:
+    """A fixed, hollow box (floor + four walls) whose frame is the centre of its underside."""
+
+    def __init__(self, world: World, name: str, config: BinConfig, color=(0.3, 0.3, 0.3, 1.0)):
+        self.name = name
+        self.config = config
+        c = world.client
+        self.position = np.array(config.position, dtype=float)
+        self.orientation = np.array(c.getQuaternionFromEuler(np.radians(config.orientation_deg)))
+        self.rotation = np.array(c.getMatrixFromQuaternion(self.orientation)).reshape(3, 3)
+        boxes = self.boxes()
+        kwargs = dict(shapeTypes=[c.GEOM_BOX] * len(boxes), halfExtents=[b[0] for b in boxes])
+        collision = c.createCollisionShapeArray(collisionFramePositions=[b[1] for b in boxes], **kwargs)
+        visual = c.createVisualShapeArray(visualFramePositions=[b[1] for b in boxes],
+                                          rgbaColors=[color] * len(boxes), **kwargs)
+        self.body = c.createMultiBody(0, collision, visual, self.position.tolist(), self.orientation.tolist())
+
+    def boxes(self) -> list[tuple[list[float], list[float]]]:
+        return bin_boxes(self.config)
+
+    @property
+    def top(self) -> float:
+        """World z of the rim (bins are expected to stand upright)."""
+        return float(self.to_world([0, 0, self.config.size[2]])[2])
+
+    def to_local(self, point) -> np.ndarray:
+        return self.rotation.T @ (np.asarray(point, dtype=float) - self.position)
+
+    def to_world(self, point) -> np.ndarray:
+        return self.rotation @ np.asarray(point, dtype=float) + self.position
+
+    def contains(self, point) -> bool:
+        """Seed rule: inside length x width x (2 * height) above the bin's underside."""
+        x, y, z = self.to_local(point)
+        length, width, height = self.config.size
+        return abs(x) <= length / 2 and abs(y) <= width / 2 and 0 <= z <= 2 * height
+
+    def interior(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper corner of the free space inside the walls, in the bin frame."""
+        length, width, height = self.config.size
+        t = self.config.wall_thickness
+        return np.array([-length / 2 + t, -width / 2 + t, t]), np.array([length / 2 - t, width / 2 - t, height])
+
+
+@dataclass
+class SceneObject:
+    index: int  # k of object_k, stable for the episode; also the marker id on world/objects
+    body: int
+    urdf: Path
+    scale: float
+    label: str = ""  # a spawned object's own name (the bin's objects are object_k)
+    spawn_pose: tuple | None = None  # a spawned object's initial (position, xyzw) of its link frame
+
+    @property
+    def name(self) -> str:
+        return self.label or f"object_{self.index}"
+
+    @property
+    def spawned(self) -> bool:
+        return self.spawn_pose is not None
+
+
+class BinScene:
+    """Owns the bodies of the cell and the bookkeeping of which objects are still in play."""
+
+    def __init__(self, world: World, config: SceneConfig):
+        self.world = world
+        self.config = config
+        c = world.client
+        self.ground = c.loadURDF("plane.urdf", useFixedBase=True)
+        self.pick_bin = Bin(world, "pick_bin", config.pick_bin)
+        self.drop_bin = Bin(world, "drop_bin", config.drop_bin, color=(0.25, 0.35, 0.45, 1.0))
+        self.bins = [self.pick_bin, self.drop_bin]
+        self.objects: list[SceneObject] = []
+        self.object_urdf: Path | None = None
+        self.object_scale = 0.0
+        self.episode = 0
+        self.next_index = 0  # marker id of the next object added after the bin was filled
+
+    @property
+    def environment_bodies(self) -> dict[str, int]:
+        return {"ground": self.ground, "pick_bin": self.pick_bin.body, "drop_bin": self.drop_bin.body}
+
+    @property
+    def object_count(self) -> int:
+        return len(self.objects)
+
+    def object_named(self, name: str) -> SceneObject:
+        for obj in self.objects:
+            if obj.name == name:
+                return obj
+        known = ", ".join(o.name for o in self.objects) or "none"
+        raise KeyError(f"no object named {name!r} (objects now: {known})")
+
+    def reset(self, keep_object_type: bool = False) -> None:
+        """Remove every object, then fill the pick bin anew and let the pile settle."""
+        for obj in self.objects:
+            self.world.client.removeBody(obj.body)
+        self.objects = []
+        rng = self.world.rng
+        if not keep_object_type or self.object_urdf is None:
+            files = object_files(self.config.object_set)
+            self.object_urdf = files[rng.integers(len(files))]
+            size = rng.uniform(*self.config.object_size_range)
+            self.object_scale = size / _largest_extent(self.object_urdf)
+        bin_config = self.config.pick_bin
+        count = int(rng.integers(bin_config.min_objects, bin_config.max_objects + 1))
+        for i, position in enumerate(self._spawn_points(count)):
+            self.objects.append(self._load_object(i, position))
+        self.next_index = count
+        self.world.step(self.config.settle_steps)
+        self.episode += 1
+
+    def _spawn_points(self, count: int) -> list[np.ndarray]:
+        """Seed grid: random x, y rows 3.5 cm apart, new layer 3.5 cm higher when a row is full."""
+        lower, upper = self.pick_bin.interior()
+        margin = GRID_PITCH / 2
+        x_lo, x_hi = lower[0] + margin, upper[0] - margin
+        y_start, y_end = lower[1] + margin, upper[1] - margin
+        y, z = y_start, lower[2] + margin
+        points = []
+        for _ in range(count):
+            x = self.world.rng.uniform(x_lo, x_hi) if x_hi > x_lo else 0.0
+            points.append(self.pick_bin.to_world([x, y, z]))
+            y += GRID_PITCH
+            if y > y_end:
+                y, z = y_start, z + GRID_PITCH
+        return points
+
+    def _load_object(self, index: int, position) -> SceneObject:
+        c = self.world.client
+        yaw_pitch_roll = self.world.rng.uniform(-np.pi, np.pi, size=3)
+        body = c.loadURDF(str(self.object_urdf), list(position), c.getQuaternionFromEuler(yaw_pitch_roll),
+                          globalScaling=self.object_scale)
+        c.changeDynamics(body, -1, mass=OBJECT_MASS)
+        return SceneObject(index, body, self.object_urdf, self.object_scale)
+
+    def add_object(self, body: int, urdf: Path, name: str, spawn_pose: tuple) -> SceneObject:
+        """Take a body loaded from outside the scene (a spawned entity) into play like the bin's own."""
+        obj = SceneObject(self.next_index, body, urdf, 1.0, label=name, spawn_pose=spawn_pose)
+        self.next_index += 1
+        self.objects.append(obj)
+        return obj
+
+    def remove_object(self, name: str) -> None:
+        obj = self.object_named(name)
+        self.world.client.removeBody(obj.body)
+        self.objects.remove(obj)
+
+    def object_position(self, obj: SceneObject) -> np.ndarray:
+        return np.array(self.world.client.getBasePositionAndOrientation(obj.body)[0])
+
+    def remove_objects_outside_bins(self, keep: set[str] = frozenset()) -> list[str]:
+        """Seed rule: drop any object no bin contains any more (except those named in `keep`, e.g. held
+        by the gripper); returns the removed names."""
+        gone = [o for o in self.objects
+                if o.name not in keep and not any(b.contains(self.object_position(o)) for b in self.bins)]
+        for obj in gone:
+            self.remove_object(obj.name)
+        return [o.name for o in gone]
+
+
+@lru_cache(maxsize=None)
+def _largest_extent(urdf: Path) -> float:
+    """Largest side of the object's unscaled mesh, read in a scratch client (exact, unlike its AABB)."""
+    scratch = connect()
+    try:
+        shape = scratch.getVisualShapeData(scratch.loadURDF(str(urdf)))[0]
+        vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+        return float(np.max(vertices.max(axis=0) - vertices.min(axis=0)))
+    finally:
+        scratch.disconnect()

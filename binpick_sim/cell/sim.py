@@ -1,0 +1,64 @@
+"""The whole cell built from one scene file: world, bins and objects, arm, camera."""
+from __future__ import annotations
+
+import numpy as np
+
+from .arm import FrankaArm
+from .camera import Camera
+from ..config import Config
+from ..picking.policy import ObjectView
+from .shapes import shape_vertices, visual_pose
+from .scene import BinScene
+from .world import World
+
+
+class BinPickingSim:
+    def __init__(self, config: Config, gui: bool | None = None):
+        self.config = config
+        self.world = World(config.simulation, gui=gui)
+        self.scene = BinScene(self.world, config.scene)
+        self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
+        self.camera = Camera(self.world, config.camera, arm=self.arm)
+        self._meshes: dict = {}
+
+    def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
+        """New episode: arm home, pick bin refilled. The same seed gives the same episode."""
+        if seed is not None:
+            self.world.seed(seed)
+        self.episode_start = (self.world.rng.bit_generator.state, keep_object_type)
+        self.arm.reset()
+        self.scene.reset(keep_object_type=keep_object_type)
+
+    def restart_episode(self) -> None:
+        """The current episode again from its start: the same objects in the same places, arm home
+        (the episode counter still counts it as a new one)."""
+        rng_state, keep_object_type = self.episode_start
+        self.world.rng.bit_generator.state = rng_state
+        self.reset(keep_object_type=keep_object_type)
+
+    def close(self) -> None:
+        self.arm.solver.close()
+        self.world.close()
+
+    def object_views(self) -> list[ObjectView]:
+        """Every object's pose and scaled mesh, as the world/objects markers describe them."""
+        c = self.world.client
+        views = []
+        for obj in self.scene.objects:
+            position, orientation = visual_pose(c, obj.body)
+            views.append(ObjectView(obj.name, np.array(position), np.array(orientation), self._vertices(obj)))
+        return views
+
+    def _vertices(self, obj) -> np.ndarray:
+        """An object's scaled visual vertices. A bin object's are read once per object type and size (they
+        never change while it lives; shared between views, so read-only); a spawned object's, whatever
+        URDF it came from, from its visual shape each time."""
+        if obj.spawned:
+            return shape_vertices(self.world.client.getVisualShapeData(obj.body)[0])
+        key = (obj.urdf, obj.scale)
+        vertices = self._meshes.get(key)
+        if vertices is None:
+            vertices = shape_vertices(self.world.client.getVisualShapeData(obj.body)[0])
+            vertices.flags.writeable = False
+            self._meshes = {key: vertices}  # one object type per episode: keep only the latest
+        return vertices

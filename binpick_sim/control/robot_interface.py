@@ -1,0 +1,303 @@
+"""The time-indexed robot interface of seeds 002/003 (TriFinger's robot_interfaces), for the Panda.
+
+A backend runs at the physics rate (1 kHz by default) and, every step t, takes the desired action for
+t (or repeats t-1's if none came, counting `action_repetitions`), records the observation *before*
+that action acts, turns the desired action into the applied one through the safety checks, and
+applies it as joint torques (plus, by default, the torques that hold the arm up against gravity, which
+the Panda's own controller adds below its torque interface too). Frontends append actions and read
+any of the last 1000 steps by index; asking for a future step blocks until it happens.
+
+Action = torque + PD(position) per joint (9: seven arm joints [N m], two fingers [N]); a NaN
+position switches the PD off for that joint, NaN gains mean the defaults; `Action()` is zero torque.
+Gains above MAX_KP / MAX_KD (or below 0) are refused; torques are clipped to the torque limits and
+position targets to one joint range past the limits by the safety checks, so no finite action can make the world NaN.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cell.arm import JOINT_NAMES, FrankaArm
+from ..cell.loop import PhysicsLoop
+
+N = len(JOINT_NAMES)
+BUFFER = 1000  # steps kept (seed)
+DEFAULT_KP = np.array([300.0] * 4 + [100.0] * 3 + [1000.0] * 2)
+DEFAULT_KD = np.array([10.0] * 4 + [3.0] * 3 + [20.0] * 2)
+SAFETY_KD = np.array([0.5] * 4 + [0.1] * 3 + [2.0] * 2)  # velocity damping of the safety checks
+# Largest gains an action may ask for: ten times the defaults (libfranka's examples use kp 600 at most).
+# Stiffer than this, a 1 kHz step overshoots and the PD itself shakes the arm apart; 1e308 made it NaN.
+MAX_KP, MAX_KD = 10 * DEFAULT_KP, 10 * DEFAULT_KD
+
+
+def _vector(values, fill: float) -> np.ndarray:
+    if values is None:
+        return np.full(N, fill)
+    values = np.asarray(values, dtype=float)
+    if values.shape != (N,):
+        raise ValueError(f"expected {N} values (7 arm joints, 2 fingers), got {values.size}")
+    return values
+
+
+@dataclass(frozen=True)
+class Action:
+    torque: np.ndarray = field(default_factory=lambda: np.zeros(N))
+    position: np.ndarray = field(default_factory=lambda: np.full(N, np.nan))
+    position_kp: np.ndarray = field(default_factory=lambda: np.full(N, np.nan))
+    position_kd: np.ndarray = field(default_factory=lambda: np.full(N, np.nan))
+
+    @classmethod
+    def make(cls, torque=None, position=None, position_kp=None, position_kd=None) -> "Action":
+        """Checked construction: 9 values each; torque finite; NaN allowed where it means "off"/"default"."""
+        action = cls(_vector(torque, 0.0), _vector(position, np.nan), _vector(position_kp, np.nan),
+                     _vector(position_kd, np.nan))
+        if not np.all(np.isfinite(action.torque)):
+            raise ValueError("torque must be finite numbers")
+        for name in ("position", "position_kp", "position_kd"):
+            if np.any(np.isinf(getattr(action, name))):
+                raise ValueError(f"{name} must be numbers or NaN, not infinite")
+        for name, high in (("position_kp", MAX_KP), ("position_kd", MAX_KD)):
+            gains = getattr(action, name)
+            bad = ~np.isnan(gains) & ((gains < 0) | (gains > high))
+            if bad.any():
+                joint = int(np.argmax(bad))
+                raise ValueError(f"{name} of {JOINT_NAMES[joint]} must be NaN (default) or in [0, {high[joint]:g}], "
+                                 f"got {gains[joint]:.4g}")
+        return action
+
+    def as_array(self) -> np.ndarray:
+        """[torque, position, position_kp, position_kd], 36 values (the ROS layout)."""
+        return np.concatenate([self.torque, self.position, self.position_kp, self.position_kd])
+
+    @classmethod
+    def from_array(cls, values) -> "Action":
+        values = np.asarray(values, dtype=float)
+        if values.shape != (4 * N,):
+            raise ValueError(f"an action has {4 * N} values (torque, position, kp, kd x {N}), got {values.size}")
+        return cls.make(*values.reshape(4, N))
+
+
+@dataclass(frozen=True)
+class Observation:
+    position: np.ndarray  # [rad, m]
+    velocity: np.ndarray  # [rad/s, m/s]
+    torque: np.ndarray  # applied [N m, N]
+    tip_force: np.ndarray  # 2: squeeze force of each finger [N]
+
+
+NO_ERROR, DRIVER_ERROR, BACKEND_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Status:
+    action_repetitions: int = 0
+    error_status: int = NO_ERROR
+    error_message: str = ""
+
+
+class TimeIndexError(IndexError):
+    """A time index that is no longer (or not) in the buffer."""
+
+
+class TimeSeries:
+    """The last BUFFER values by time index; a future index blocks until it is written."""
+
+    def __init__(self, maxlen: int = BUFFER):
+        self.maxlen = maxlen
+        self.values: dict[int, object] = {}
+        self.newest = -1
+        self.changed = threading.Condition()
+
+    def append(self, t: int, value) -> None:
+        with self.changed:
+            self.values[t] = value
+            self.newest = max(self.newest, t)
+            self.values.pop(t - self.maxlen, None)
+            self.changed.notify_all()
+
+    def wait_for(self, t: int, timeout: float | None = None) -> None:
+        """Until index t has been written (it may be gone again by then)."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: t <= self.newest, timeout):
+                raise TimeoutError(f"time index {t} was not reached within {timeout} s")
+
+    def get(self, t: int, timeout: float | None = None):
+        with self.changed:
+            if t < 0:
+                raise TimeIndexError(f"time index {t} does not exist (indices start at 0)")
+            if not self.changed.wait_for(lambda: t <= self.newest, timeout):
+                raise TimeoutError(f"time index {t} was not reached within {timeout} s")
+            if t not in self.values:
+                raise TimeIndexError(f"time index {t} is no longer kept (only the last {self.maxlen} steps are; "
+                                     f"the oldest now is {self.newest - self.maxlen + 1})")
+            return self.values[t]
+
+
+class RobotBackend:
+    """Runs on the physics thread, one time index per physics step, once the first action arrived."""
+
+    def __init__(self, arm: FrankaArm, loop: PhysicsLoop, max_action_repetitions: int = 0,
+                 gravity_compensation: bool = True):
+        """`gravity_compensation`: add the torques that hold the arm up below the interface, as the
+        Panda's own controller does (libfranka's commanded torques exclude gravity)."""
+        self.arm, self.loop, self.world = arm, loop, arm.world
+        self.gravity_compensation = gravity_compensation
+        self.torque_limits = np.concatenate([arm.limits.effort[:7], [arm.config.finger_force] * 2])
+        self.max_action_repetitions = max_action_repetitions  # 0: any number
+        self.desired, self.applied = TimeSeries(), TimeSeries()
+        self.observations, self.status, self.timestamps = TimeSeries(), TimeSeries(), TimeSeries()
+        self.pending: dict[int, Action] = {}
+        self.lock = threading.Lock()
+        self.next_t = 0  # the index the next physics step will have
+        self.last_appended = -1
+        self.error: Status | None = None
+        self.started = False
+        self.start_time = 0.0
+        self.on_step: list = []  # callbacks(t) after each step is recorded (the ROS node publishes there)
+
+    # --- frontends (any thread) ---------------------------------------------------------------
+    def append(self, action: Action) -> int:
+        with self.lock:
+            if self.error is not None:
+                raise RuntimeError(f"the robot is in error and takes no more actions: {self.error.error_message}")
+            t = max(self.next_t, self.last_appended + 1)
+            self.pending[t] = action
+            self.last_appended = t
+            if not self.started:
+                self.started = True
+                self.loop.call(self._start)
+            return t
+
+    def current(self) -> int:
+        return self.observations.newest
+
+    # --- the physics thread -------------------------------------------------------------------
+    def _start(self) -> None:
+        c, arm = self.world.client, self.arm
+        c.setJointMotorControlArray(arm.body, arm.joints, c.VELOCITY_CONTROL, forces=[0.0] * N)  # torque control
+        self.start_time = self.world.time
+        arm.set_controller(self.step)
+        self.loop.lockstep = False  # the world waited for the first action; now it runs
+
+    def step(self) -> None:
+        """Before a physics step: action t in, observation t out (taken before the action acts)."""
+        with self.lock:  # claim index t and its action together, or an append racing us could be lost
+            t = self.next_t
+            action = self.pending.pop(t, None)
+            self.next_t = t + 1
+        repetitions = 0
+        if action is None:
+            action = self.desired.get(t - 1) if t > 0 else Action()
+            previous = self.status.get(t - 1) if t > 0 else Status()
+            repetitions = previous.action_repetitions + 1
+        observation = self._observe()
+        applied = self.safety_checks(action, observation)
+        status = Status(repetitions)
+        if self.max_action_repetitions and repetitions > self.max_action_repetitions:
+            status = self.error = Status(repetitions, BACKEND_ERROR, f"no new action for {repetitions} steps "
+                                         f"(max_action_repetitions is {self.max_action_repetitions})")
+            applied = Action(torque=np.zeros(N))  # stop pushing; joints coast
+        c, arm = self.world.client, self.arm
+        sent = applied.torque + (arm.gravity_torques(observation.position) if self.gravity_compensation else 0.0)
+        c.setJointMotorControlArray(arm.body, arm.joints, c.TORQUE_CONTROL,
+                                    forces=np.clip(sent, -self.torque_limits, self.torque_limits).tolist())
+        self.desired.append(t, action)
+        self.applied.append(t, applied)
+        self.status.append(t, status)
+        self.timestamps.append(t, (self.world.time - self.start_time) * 1000.0)
+        self.observations.append(t, observation)  # last: a reader waiting for t finds all of it
+        for callback in self.on_step:
+            callback(t)
+
+    def _observe(self) -> Observation:
+        position, velocity, torque = self.arm.joint_states()
+        return Observation(position, velocity, torque, self.arm.finger_forces())
+
+    def safety_checks(self, action: Action, observation: Observation) -> Action:
+        """Desired -> applied (seeds): PD added, then velocity damping, position limits, torque limits."""
+        kp = np.where(np.isnan(action.position_kp), DEFAULT_KP, action.position_kp)
+        kd = np.where(np.isnan(action.position_kd), DEFAULT_KD, action.position_kd)
+        lower, upper = self.arm.limits.lower, self.arm.limits.upper
+        span = upper - lower  # a target further than one joint range past a limit pulls as if it were there
+        target = np.clip(np.nan_to_num(action.position), lower - span, upper + span)
+        pd = np.where(np.isnan(action.position), 0.0, kp * (target - observation.position) - kd * observation.velocity)
+        torque = action.torque + pd
+        torque = torque - SAFETY_KD * observation.velocity  # velocity damping
+        torque = np.where((observation.position >= upper) & (torque > 0), 0.0, torque)  # position limits
+        torque = np.where((observation.position <= lower) & (torque < 0), 0.0, torque)
+        torque = np.clip(np.nan_to_num(torque), -self.torque_limits, self.torque_limits)  # torque limits
+        return Action(torque, action.position, kp, kd)
+
+
+class RobotFrontend:
+    """The seeds' frontend API over a backend: in-process here; the ROS frontend hands it a stand-in
+    with the same series, filled from topics, and its own `append`."""
+
+    def __init__(self, backend, timeout: float | None = 30.0):
+        self.backend, self.timeout = backend, timeout
+
+    def append_desired_action(self, action: Action) -> int:
+        return self.backend.append(action)
+
+    def get_robot_observation(self, t: int) -> Observation:
+        return self.backend.observations.get(t, self.timeout)
+
+    def get_desired_action(self, t: int) -> Action:
+        return self._after(t, self.backend.desired)
+
+    def get_applied_action(self, t: int) -> Action:
+        return self._after(t, self.backend.applied)
+
+    def get_timestamp_ms(self, t: int) -> float:
+        return self._after(t, self.backend.timestamps)
+
+    def get_robot_status(self, t: int) -> Status:
+        return self._after(t, self.backend.status)
+
+    def get_current_timeindex(self) -> int:
+        return self.backend.current()
+
+    def wait_until_timeindex(self, t: int) -> None:
+        self.backend.observations.wait_for(t, self.timeout)
+
+    def _after(self, t: int, series: TimeSeries):
+        self.get_robot_observation(t)  # every series of step t is written by then
+        return series.get(t, self.timeout)
+
+
+class Robot:
+    """An in-process robot: the cell at `rate` Hz physics, its backend and a frontend.
+
+        with Robot() as robot:
+            t = robot.frontend.append_desired_action(Action())   # zero torque starts the backend
+            print(robot.frontend.get_robot_observation(t).position)
+    """
+
+    def __init__(self, config=None, rate: float = 1000.0, realtime_factor: float = 1.0, seed: int = 0,
+                 max_action_repetitions: int = 0, gravity_compensation: bool = True):
+        import dataclasses
+
+        from ..config import load_config
+        from ..paths import default_config
+        from ..cell.sim import BinPickingSim
+
+        config = config or load_config(default_config())
+        config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, timestep=1.0 / rate))
+        self.sim = BinPickingSim(config)
+        self.sim.reset(seed=seed)
+        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=True)  # idle until the first action
+        self.backend = RobotBackend(self.sim.arm, self.loop, max_action_repetitions, gravity_compensation)
+        self.frontend = RobotFrontend(self.backend)
+        self.loop.start()
+
+    def close(self) -> None:
+        self.loop.stop()
+        self.sim.close()
+
+    def __enter__(self) -> "Robot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""ROS clients of a running simulation, as a user's script or agent would write them."""

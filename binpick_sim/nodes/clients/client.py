@@ -1,0 +1,139 @@
+"""A ROS client of the simulation, as a user's script or agent would write it.
+
+It keeps the newest message of each topic it listens to and spins only while waiting for something,
+so it needs no thread of its own. The demo, the tests and the gym env's ROS backend all use it.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import rclpy
+from cv_bridge import CvBridge
+from geometry_msgs.msg import PoseStamped
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
+
+from ...picking.policy import ObjectView
+from ..common import convert
+from ..common.convert import to_seconds
+
+TOPICS = {
+    "joint_states": JointState,
+    "arm/ee_pose": PoseStamped,
+    "world/objects": MarkerArray,
+    "camera/image_raw": Image,
+    "camera/depth/image_raw": Image,
+    "camera/camera_info": CameraInfo,
+}
+
+
+class SimClient:
+    def __init__(self, name: str = "binpick_client", namespace: str = "", context: Context | None = None,
+                 topics: dict | None = None, executor=SingleThreadedExecutor):
+        """`executor`: the executor class (or factory taking `context=`) that serves this client's node."""
+        self.context = context
+        self.node = rclpy.create_node(name, namespace=namespace, context=context)
+        self.executor = executor(context=context)
+        self.watchdog: Callable[[], None] | None = None  # called on every pass of a wait; may raise
+        self.executor.add_node(self.node)
+        self.latest: dict[str, object] = {}
+        self.counts: dict[str, int] = {}
+        self.subscriptions = {topic: self.node.create_subscription(msg_type, topic, self._keeper(topic), 1)
+                              for topic, msg_type in (topics or TOPICS).items()}  # depth 1: the newest matters
+        self.publishers = {name: self.node.create_publisher(Float64MultiArray, f"arm/{name}_commands", 10)
+                           for name in ("position", "velocity", "delta")}
+        self.bridge = CvBridge()
+
+    def _keeper(self, topic: str) -> Callable:
+        def keep(msg) -> None:
+            self.latest[topic] = msg
+            self.counts[topic] = self.counts.get(topic, 0) + 1
+        return keep
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+    # --- waiting ------------------------------------------------------------------------------
+    def spin_until(self, done: Callable[[], bool], timeout: float, what: str = "a condition") -> None:
+        """Process incoming messages until `done()` holds; TimeoutError after `timeout` wall seconds."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.watchdog is not None:
+                self.watchdog()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"waited {timeout:.0f} s for {what}")
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def wait_for_topics(self, topics, timeout: float = 30.0) -> None:
+        missing = lambda: [t for t in topics if t not in self.latest]  # noqa: E731
+        self.spin_until(lambda: not missing(), timeout, f"messages on {', '.join(missing())}")
+
+    def wait_for_new(self, topic: str, count: int = 1, timeout: float = 10.0):
+        """Wait until `count` more messages arrived on `topic`; returns the newest."""
+        target = self.counts.get(topic, 0) + count
+        self.spin_until(lambda: self.counts.get(topic, 0) >= target, timeout, f"{count} new message(s) on {topic}")
+        return self.latest[topic]
+
+    def stamp(self, topic: str) -> float:
+        """Sim time of the newest message on a stamped topic."""
+        return to_seconds(self.latest[topic].header.stamp)
+
+    def wait_for_stamp(self, topic: str, seconds: float, timeout: float = 10.0):
+        """Wait for a message on `topic` stamped at or after sim time `seconds`; returns it."""
+        self.spin_until(lambda: topic in self.latest and self.stamp(topic) >= seconds - 1e-9, timeout,
+                        f"{topic} stamped {seconds:.3f} s")
+        return self.latest[topic]
+
+    def spin_for(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.02)
+
+    # --- commands -----------------------------------------------------------------------------
+    def send(self, kind: str, values) -> None:
+        """Publish on arm/<kind>_commands (kind: position, velocity or delta)."""
+        self.publishers[kind].publish(Float64MultiArray(data=[float(v) for v in values]))
+
+    def call(self, service: str, timeout: float = 30.0) -> Trigger.Response:
+        client = self.node.create_client(Trigger, service)
+        try:
+            self.spin_until(lambda: client.service_is_ready(), timeout, f"service {service}")
+            future = client.call_async(Trigger.Request())
+            self.spin_until(future.done, timeout, f"an answer from {service}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    # --- what the client sees -----------------------------------------------------------------
+    def joint_positions(self) -> np.ndarray:
+        return np.array(self.latest["joint_states"].position)
+
+    def ee_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        p = self.latest["arm/ee_pose"].pose
+        return (np.array([p.position.x, p.position.y, p.position.z]),
+                np.array([p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w]))
+
+    def objects(self) -> list[ObjectView]:
+        """Object poses and meshes from the newest world/objects markers."""
+        views = []
+        for m in self.latest["world/objects"].markers:
+            if m.action != m.ADD:
+                continue
+            vertices = convert.marker_geometry(m).vertices()
+            q = m.pose.orientation
+            views.append(ObjectView(m.text, np.array([m.pose.position.x, m.pose.position.y, m.pose.position.z]),
+                                    np.array([q.x, q.y, q.z, q.w]), vertices))
+        return views
+
+    def rgb(self) -> np.ndarray:
+        return self.bridge.imgmsg_to_cv2(self.latest["camera/image_raw"], desired_encoding="rgb8")
+
+    def depth(self) -> np.ndarray:
+        return self.bridge.imgmsg_to_cv2(self.latest["camera/depth/image_raw"], desired_encoding="32FC1")

@@ -1,0 +1,1 @@
+"""What every node shares: message conversion, parameter declaration, bad-input bookkeeping and /diagnostics."""

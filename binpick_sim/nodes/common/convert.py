@@ -1,0 +1,93 @@
+"""Core values to ROS messages. Stamps are always sim time; frames follow REP 103/105."""
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from cv_bridge import CvBridge
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3, WrenchStamped
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Header
+from visualization_msgs.msg import Marker
+
+from ...cell import shapes
+
+from ...control.trajectory import Trajectory
+
+WORLD_FRAME = "world"
+OPTICAL_FRAME = "camera_optical_frame"
+
+_bridge = CvBridge()
+
+MARKER_TYPES = {shapes.MESH: Marker.MESH_RESOURCE, shapes.BOX: Marker.CUBE, shapes.SPHERE: Marker.SPHERE,
+                shapes.CYLINDER: Marker.CYLINDER}
+
+
+def marker_geometry(marker: Marker) -> shapes.Geometry:
+    """The object geometry a world/objects marker describes."""
+    kind = {v: k for k, v in MARKER_TYPES.items()}.get(marker.type, shapes.BOX)
+    return shapes.Geometry(kind, (marker.scale.x, marker.scale.y, marker.scale.z),
+                           marker.mesh_resource.removeprefix("file://"))
+
+
+def stamp(seconds: float) -> Time:
+    nanoseconds = int(round(seconds * 1e9))
+    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
+def to_seconds(time) -> float:
+    """A builtin_interfaces Time or Duration in seconds."""
+    return time.sec + time.nanosec * 1e-9
+
+
+def trajectory(msg, limits) -> Trajectory:
+    """A trajectory_msgs/JointTrajectory as the core's Trajectory; BadTrajectory says what is wrong."""
+    return Trajectory.parse(msg.joint_names, [to_seconds(p.time_from_start) for p in msg.points],
+                            [p.positions for p in msg.points], [p.velocities for p in msg.points],
+                            limits.lower, limits.upper, limits.velocity)
+
+
+def header(seconds: float, frame_id: str = WORLD_FRAME) -> Header:
+    return Header(stamp=stamp(seconds), frame_id=frame_id)
+
+
+def pose(position, quaternion_xyzw) -> Pose:
+    x, y, z = (float(v) for v in position)
+    qx, qy, qz, qw = (float(v) for v in quaternion_xyzw)
+    return Pose(position=Point(x=x, y=y, z=z), orientation=Quaternion(x=qx, y=qy, z=qz, w=qw))
+
+
+def joint_state(seconds: float, names, position, velocity, effort) -> JointState:
+    return JointState(header=header(seconds, ""), name=list(names), position=np.asarray(position, float).tolist(),
+                      velocity=np.asarray(velocity, float).tolist(), effort=np.asarray(effort, float).tolist())
+
+
+def pose_stamped(seconds: float, position, quaternion_xyzw) -> PoseStamped:
+    return PoseStamped(header=header(seconds), pose=pose(position, quaternion_xyzw))
+
+
+def wrench_stamped(seconds: float, frame_id: str, wrench) -> WrenchStamped:
+    fx, fy, fz, tx, ty, tz = (float(v) for v in wrench)
+    msg = WrenchStamped(header=header(seconds, frame_id))
+    msg.wrench.force = Vector3(x=fx, y=fy, z=fz)
+    msg.wrench.torque = Vector3(x=tx, y=ty, z=tz)
+    return msg
+
+
+def rgb_image(seconds: float, rgb: np.ndarray) -> Image:
+    msg = _bridge.cv2_to_imgmsg(rgb, encoding="rgb8")
+    msg.header = header(seconds, OPTICAL_FRAME)
+    return msg
+
+
+def depth_image(seconds: float, depth: np.ndarray) -> Image:
+    msg = _bridge.cv2_to_imgmsg(depth, encoding="32FC1")
+    msg.header = header(seconds, OPTICAL_FRAME)
+    return msg
+
+
+def camera_info(seconds: float, width: int, height: int, k: np.ndarray) -> CameraInfo:
+    """An ideal pinhole: no distortion, P = [K | 0], identity rectification."""
+    p = np.hstack([k, np.zeros((3, 1))])
+    return CameraInfo(header=header(seconds, OPTICAL_FRAME), width=width, height=height,
+                      distortion_model="plumb_bob", d=[0.0] * 5, k=k.flatten().tolist(),
+                      r=np.eye(3).flatten().tolist(), p=p.flatten().tolist())

@@ -1,0 +1,226 @@
+"""The `sim` executable: the world, arm, camera (and task) nodes in one process around one physics
+client, the way a component container would hold them.
+
+Threads: the physics thread (loop.py) steps and publishes; one executor thread serves every short
+callback (commands, lock-step requests, resets, parameters) on rclpy's EventsExecutor by default;
+callbacks that block for long (the control_msgs action servers, which follow a goal to its end, and
+the reasoning services) run on a separate thread pool, so they never hold the short ones up. A
+4-thread MultiThreadedExecutor for everything, as before, cost about 4x the CPU per lock-step step
+(rclpy 7.1.6 rebuilds its wait set for every no-op task wake-up); the README's "Executor and threads" section
+has the comparison (the world's `executor` parameter selects another for measuring).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import rclpy
+from rclpy.context import Context
+from rclpy.exceptions import ParameterException
+from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, ShutdownException,
+                             SingleThreadedExecutor)
+from rclpy.node import Node
+from rclpy.utilities import get_default_context
+
+from ...config import ConfigError
+from ...control.controllers import CONTROLLER_KINDS
+from .entry import INTERRUPTED
+from ..servers.arm_node import ArmNode
+from ..servers.camera_node import CameraNode
+from ..servers.reasoning_node import ReasoningNode
+from ..servers.robot_node import RobotNode
+from ..servers import simulation_node
+from ..servers.task_node import TaskNode
+from ..servers.world_node import WorldNode
+
+
+SPIN_PERIOD = 0.1  # s: longest an executor thread waits before it looks at the stop flag again
+# s: how long a thread waiting for the GIL lets the running one go on (CPython's default: 5 ms). The
+# physics thread, running as fast as it can, holds the GIL but for moments; with the default, every
+# message the executor thread takes waited up to 5 ms for it. 0.5 ms is about one physics step.
+SWITCH_INTERVAL = 0.0005
+EXECUTORS = ("events", "single", "multi")
+
+
+def make_executor(kind: str, context: Context):
+    """The executor of the short callbacks: `events` (rclpy's EventsExecutor), `single` or `multi`
+    (a 4-thread MultiThreadedExecutor, this package's executor before 2026-11-23)."""
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor(context=context)
+    if kind == "single":
+        return SingleThreadedExecutor(context=context)
+    if kind == "multi":
+        return MultiThreadedExecutor(num_threads=4, context=context)
+    raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {kind!r}")
+
+
+class SimStack:
+    """Builds the nodes; `spin` serves them until shutdown, `start`/`stop` run them in a thread (tests)."""
+
+    def __init__(self, context: Context | None = None, parameters: dict[str, list] | None = None):
+        parameters = parameters or {}
+
+        def options(name: str) -> dict:
+            return {"context": context, "parameter_overrides": parameters.get(name, [])}
+
+        check_start_parameters(options("arm"))  # before seconds of world building
+        self.world = WorldNode(**options("world"))
+        self.sim, self.loop = self.world.sim, self.world.loop
+        owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
+        self.nodes = [self.world, ArmNode(self.sim, self.loop, owner, **options("arm"))]
+        if self.world.camera_enabled:
+            self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
+        if self.world.task_enabled:
+            self.nodes.append(TaskNode(self.sim, self.loop, self.nodes[1], **options("task")))
+        if self.world.robot_interface:
+            self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
+        if self.world.reasoning_enabled:
+            self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
+        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
+            self.nodes.append(node)
+        self.context = context or rclpy.get_default_context()
+        arm = self.nodes[1]
+        if arm.actions is not None:  # the action servers live on a node of their own, for the thread pool
+            self.nodes.append(arm.actions.server_node)
+        slow = [n for n in self.nodes if isinstance(n, (ReasoningNode, simulation_node.SimulationNode))
+                or n is getattr(arm.actions, "server_node", None)]  # actions and queries that take a while
+        self.executor = make_executor(self.world.executor_kind, self.context)
+        self.slow_executor = MultiThreadedExecutor(num_threads=4, context=self.context) if slow else None
+        for node in self.nodes:
+            (self.slow_executor if node in slow else self.executor).add_node(node)
+        self._serving = False
+        self._threads: list[threading.Thread] = []
+
+    def spin(self) -> None:
+        """Serve on this thread until Ctrl-C or shutdown."""
+        self._start_threads(main=False)
+        try:
+            self._serve(self.executor)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()
+
+    def start(self) -> "SimStack":
+        """Serve on threads of our own (tests, benchmarks); `close` stops them."""
+        self._start_threads(main=True)
+        return self
+
+    def _start_threads(self, main: bool) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self._serving = True
+        self.loop.start()
+        executors = ([self.executor] if main else []) + ([self.slow_executor] if self.slow_executor else [])
+        for executor in executors:
+            name = "executor" if executor is self.executor else "slow callbacks"
+            thread = threading.Thread(target=self._serve, args=(executor,), name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, executor) -> None:
+        """spin_once in a loop rather than spin(): rclpy 7.1.6's EventsExecutor.spin() was seen not to
+        deliver, and the loop looks at the stop flag at least every SPIN_PERIOD."""
+        while self._serving and self.context.ok():
+            try:
+                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            except (ExternalShutdownException, ShutdownException):
+                return
+
+    def close(self) -> None:
+        self._serving = False
+        self.loop.stop()
+        for thread in self._threads:
+            thread.join(2.0)
+        for executor in (self.executor, self.slow_executor):
+            if executor is not None:
+                executor.shutdown(timeout_sec=2.0)
+        for node in self.nodes:
+            node.destroy_node()
+        self.sim.close()
+
+    def __enter__(self) -> "SimStack":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def check_start_parameters(arm_options: dict) -> None:
+    """Refuse a bad read-only parameter of a node built after the world (the arm's `controller`) before
+    the world is built and settled, rather than seconds later. The probe takes the arm node's name so
+    that node-specific overrides (`-p arm:controller:=osc`) reach it too."""
+    probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
+    try:
+        kind = probe.declare_parameter("controller", "none").value
+    finally:
+        probe.destroy_node()
+    if kind not in CONTROLLER_KINDS:
+        raise ValueError(f"parameter controller: unknown controller {kind!r} (known: {', '.join(CONTROLLER_KINDS)})")
+
+
+PARENT_POLL = 0.2  # s between two looks at the parent process
+
+
+def exit_with_parent(enabled: threading.Event) -> None:
+    """SIGTERM this process (the same clean path as `kill`) once the process that started it is gone, so
+    a killed launch, gym env or test never leaves a simulation stepping on the user's ROS domain.
+    getppid() changes when the parent dies whoever it was; PR_SET_PDEATHSIG would instead fire when the
+    parent's starting *thread* ends. `enabled` is cleared by the world's exit_with_parent:=false."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        if enabled.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
+            try:  # the parent may have held the other end of stderr (launch does): then nobody reads it
+                print(f"binpick_sim: the parent process ({parent}) is gone; stopping", file=sys.stderr, flush=True)
+            except OSError:
+                pass
+
+    if parent != 1:
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until Ctrl-C or SIGTERM (exit 0). A bad scene file or parameter: one line, exit 2. Ctrl-C
+    (or the parent's death) while starting: one line, exit 130."""
+    watching = threading.Event()
+    watching.set()
+    exit_with_parent(watching)
+    context = get_default_context()  # the default context gets rclpy's SIGINT/SIGTERM handlers
+    try:
+        rclpy.init(args=argv if argv is not None else sys.argv, context=context)
+        stack = SimStack(context)
+        if not stack.world.exit_with_parent:
+            watching.clear()
+    except KeyboardInterrupt:
+        return _interrupted(context)
+    except (ConfigError, ParameterException, ValueError) as exc:
+        if not context.ok():
+            return _interrupted(context)
+        print(f"binpick_sim: cannot start: {exc}", file=sys.stderr)
+        rclpy.try_shutdown(context=context)
+        return 2
+    except Exception:
+        if not context.ok():  # Ctrl-C shut the context down under a node being built
+            return _interrupted(context)
+        raise
+    stack.spin()
+    rclpy.try_shutdown(context=context)
+    return 0
+
+
+def _interrupted(context: Context) -> int:
+    print(INTERRUPTED, file=sys.stderr)
+    rclpy.try_shutdown(context=context)
+    return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

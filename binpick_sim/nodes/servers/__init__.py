@@ -1,0 +1,1 @@
+"""The nodes inside `sim`, one per role, thin wrappers over the core."""

@@ -1,0 +1,115 @@
+"""The `task` node: the gym envs' episode rules served to ROS clients as `task/status` (JSON), and, in
+lock-step mode, the gym envs' whole step as one request and one reply.
+
+In lock-step mode it evaluates the task once after every request, before anything is published, so
+the observation a client receives already reflects a grab (the grabbed object is gone). Running
+freely, it evaluates at `rate` Hz of sim time.
+
+One env step over ROS is one message each way (`task/step` in, `task/observation` out): the arm
+command and the number of physics steps in, everything the env observes out. Two topics cannot keep
+an order between them (a command on arm/..._commands and a step on world/step), so the old way needed
+a handshake per step and a wait for six topics; one message needs neither, and the command passes
+through the arm node's own checks (rejections counted on the arm's /diagnostics as usual).
+"""
+from __future__ import annotations
+
+import json
+
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray, String
+
+from ...cell import shapes
+from ...cell.loop import PhysicsLoop
+from ...cell.sim import BinPickingSim
+from ...picking.task import PickTask
+from ..common.diagnostics import BadCommand, NodeDiagnostics
+from ..common.params import MAX_RATE, MIN_RATE, declare
+
+# task/step: [request id, command, physics steps, command values...]; command codes:
+STEP_COMMANDS = ("none", "position", "velocity", "delta")
+STEP_TOPIC, OBSERVATION_TOPIC = "task/step", "task/observation"
+MAX_STEPS = 100_000  # physics steps one request may ask for
+
+
+class TaskNode(Node):
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, arm=None, **kwargs):
+        """`arm`: the arm node, whose command checks task/step's commands go through (None: no task/step)."""
+        super().__init__("task", **kwargs)
+        self.sim, self.loop, self.arm = sim, loop, arm
+        rate = declare(self, "rate", 10.0, "Hz of sim time at which the task is evaluated when not in lock-step.",
+                       read_only=True, low=MIN_RATE, high=MAX_RATE)
+        self.task = PickTask(sim, sim.config.task)
+        self.episode = sim.scene.episode
+        self.sequence = 0
+        self.request: tuple[float, bool] | None = None  # (id, command taken) of the step being answered
+        self.publisher = self.create_publisher(String, "task/status", 10)
+        self.observation_publisher = self.create_publisher(String, OBSERVATION_TOPIC, 10)
+        self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
+                                           values=lambda: {"grabs": self.task.grabs, "episode": self.episode})
+        if arm is not None and loop.lockstep:
+            self.create_subscription(Float64MultiArray, STEP_TOPIC, self.on_step, 10)
+        loop.every(1.0 / rate, self.update, wall_cap=False)  # grabs are judged at `rate` of sim time
+        loop.when_settled(self.update, first=True)
+
+    # --- executor thread ----------------------------------------------------------------------
+    def on_step(self, msg: Float64MultiArray) -> None:
+        """Hand the command to the arm node's checks, then ask for the steps; both go to the physics
+        thread in this order, so the steps always see the command."""
+        data = msg.data
+        try:
+            if len(data) < 3 or not all(map(_is_integer, data[:3])):
+                raise BadCommand("expected [request id, command, steps, values...] with integers first")
+            request, code, steps = (int(v) for v in data[:3])
+            if not 0 <= code < len(STEP_COMMANDS) or not 0 <= steps <= MAX_STEPS:
+                raise BadCommand(f"command must be 0..{len(STEP_COMMANDS) - 1} ({', '.join(STEP_COMMANDS)}) "
+                                 f"and steps 0..{MAX_STEPS}, got {code} and {steps}")
+        except BadCommand as exc:
+            self.diagnostics.reject(STEP_TOPIC, str(exc))
+            return
+        taken = True
+        if code:
+            before = sum(self.arm.diagnostics.rejected.values())
+            handler = getattr(self.arm, f"on_{STEP_COMMANDS[code]}")
+            handler(Float64MultiArray(data=data[3:]))
+            taken = sum(self.arm.diagnostics.rejected.values()) == before
+        self.loop.call(self._expect, request, taken)
+        self.loop.advance(steps)
+
+    # --- physics thread -----------------------------------------------------------------------
+    def _expect(self, request: int, taken: bool) -> None:
+        self.request = (request, taken)
+
+    def update(self) -> None:
+        """Evaluate the task on the physics thread and publish the result (and the observation a
+        task/step request waits for)."""
+        if self.sim.scene.episode != self.episode:  # the world was reset since the last update
+            self.episode = self.sim.scene.episode
+            self.task.reset()
+        status = self.task.update()
+        self.sequence += 1
+        report = {"stamp": self.sim.world.time, "sequence": self.sequence, "episode": self.episode,
+                  **status.as_dict()}
+        if self.publisher.get_subscription_count():
+            self.publisher.publish(String(data=json.dumps(report)))
+        if self.request is not None:
+            (request, taken), self.request = self.request, None
+            self.observation_publisher.publish(String(data=json.dumps(
+                {"request": request, "taken": taken, **report, **self.observation()})))
+
+    def observation(self) -> dict:
+        """What the gym env observes, as plain numbers (JSON keeps every float exactly)."""
+        arm, c = self.sim.arm, self.sim.world.client
+        position, velocity, _ = arm.joint_states()
+        ee_position, ee_orientation = arm.ee_pose()
+        objects = []
+        for obj in self.sim.scene.objects:  # as BinPickingSim.object_views places and shapes them
+            place, turn = shapes.visual_pose(c, obj.body)
+            geometry = shapes.Geometry.from_visual_shape(c.getVisualShapeData(obj.body)[0])
+            objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
+        return {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
+                "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
+                "objects": objects}
+
+
+def _is_integer(value: float) -> bool:
+    return value == value and abs(value) < 2**53 and float(value).is_integer()

@@ -1,0 +1,193 @@
+"""The `world` node: owns the simulation and its physics thread; serves /clock, resets and markers."""
+from __future__ import annotations
+
+import dataclasses
+
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import UInt32
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ...config import load_config
+from ...cell.loop import PhysicsLoop
+from ...paths import default_config
+from ...cell.shapes import Geometry, visual_pose
+from ...cell.sim import BinPickingSim
+from ..common import convert
+from ..common.diagnostics import NodeDiagnostics
+from ..common.params import MAX_RATE, MIN_RATE, declare
+
+DUPLICATE_CHECK_PERIOD = 2.0  # wall seconds between two looks for another stack in this namespace
+MAX_STEP_REQUEST = 100_000  # physics steps one world/step may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
+MAX_SEED = 2 ** 63 - 1  # numpy's generators take any seed >= 0; a ROS integer parameter holds int64
+MIN_REALTIME_FACTOR, MAX_REALTIME_FACTOR = 0.01, 1000.0  # below 0.01 a step waits minutes; 1e-300 overflowed
+MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 10.0, 10000.0  # Hz
+
+
+def realtime_factor_problem(value: float) -> str | None:
+    if 0 < value < MIN_REALTIME_FACTOR:
+        return f"needs 0 (as fast as possible) or at least {MIN_REALTIME_FACTOR:g}, got {value!r}"
+    return None
+
+
+class WorldNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("world", **kwargs)
+        path = declare(self, "config", str(default_config()), "Scene file (YAML) the simulation is built from.",
+                       read_only=True)
+        self.config = load_config(path)
+        sim_config = self.config.simulation
+        self.seed = declare(self, "seed", sim_config.seed,
+                            "Seed of the next world/reset; setting it makes that reset repeat an episode.",
+                            low=0, high=MAX_SEED, on_change=self.set_seed)
+        self.pending_seed: int | None = self.seed
+        realtime_factor = declare(self, "realtime_factor", sim_config.realtime_factor,
+                                  "Sim seconds per wall second; 0 runs as fast as possible, otherwise at least "
+                                  f"{MIN_REALTIME_FACTOR:g}.", low=0.0, high=MAX_REALTIME_FACTOR,
+                                  check=realtime_factor_problem, on_change=self.set_realtime_factor)
+        gui = declare(self, "gui", sim_config.gui, "Open PyBullet's GUI window (needs a display).", read_only=True)
+        objects_rate = declare(self, "objects_rate", 10.0, "Rate of world/objects in Hz of sim time.",
+                               read_only=True, low=MIN_RATE, high=MAX_RATE)
+        self.camera_enabled = declare(self, "camera", True, "Start the camera node in this process.",
+                                      read_only=True)
+        self.task_enabled = declare(self, "task", False, "Start the task node (grabs, collisions, reward) in "
+                                    "this process.", read_only=True)
+        self.reasoning_enabled = declare(self, "reasoning", False, "Start the reasoning node (scene queries "
+                                         "under reasoning/) in this process.", read_only=True)
+        self.simulation_enabled = declare(self, "simulation_interfaces", True, "Start the simulation node (the "
+                                          "ROS 2 simulation_interfaces standard) where that package is installed.",
+                                          read_only=True)
+        lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
+                           "observation after each request (for the gym envs).", read_only=True)
+        self.exit_with_parent = declare(self, "exit_with_parent", True, "Stop the sim process when the process "
+                                        "that started it (launch, a gym env, a shell) is gone.", read_only=True)
+        self.executor_kind = declare(self, "executor", "events", "Executor of the process's short callbacks: events "
+                                     "(rclpy's EventsExecutor), single (SingleThreadedExecutor) or multi (4 "
+                                     "threads); for measuring, see the README's Executor section.", read_only=True)
+        self.keep_object_type = declare(self, "keep_object_type", False,
+                                        "Refill the pick bin with the same object type at the next world/reset.",
+                                        on_change=self.set_keep_object_type)
+
+        self.robot_interface = declare(self, "robot_interface", False, "Serve the time-indexed robot interface "
+                                       "(robot/...): the arm under torque control, one time index per physics "
+                                       "step, idle until the first action.", read_only=True)
+        rate = declare(self, "robot_interface_rate", 1000.0, "Physics (and control) rate in Hz when the robot "
+                       "interface is served.", read_only=True, low=MIN_PHYSICS_RATE, high=MAX_PHYSICS_RATE)
+        if self.robot_interface:
+            sim_config = dataclasses.replace(sim_config, timestep=1.0 / rate)
+            self.config = dataclasses.replace(self.config, simulation=sim_config)
+        self.sim = BinPickingSim(self.config, gui=gui)
+        self.get_logger().info(self.reset_world())
+        wall_rate_cap = declare(self, "wall_rate_cap", True, "Running faster than real time (realtime_factor 0 "
+                                "or > 1), publish every periodic topic (/clock, joint_states, world/objects, "
+                                "camera, task/status) at its rate in wall time rather than sim time: nobody "
+                                "can use more, and each message costs the physics thread. Stamps stay sim "
+                                "time.", read_only=True)
+        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep or self.robot_interface,
+                                wall_rate_cap=wall_rate_cap)
+
+        self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
+        self.clock = Clock()  # reused: /clock goes out once per physics step
+        self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
+        self.create_service(Trigger, "world/reset", self.on_reset)
+        self.create_subscription(UInt32, "world/step", self.on_step, 10)
+        self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps)
+        self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
+        self.other_worlds = 0  # world nodes of other stacks seen in this namespace (and ROS domain)
+        self.create_timer(DUPLICATE_CHECK_PERIOD, self.check_for_other_stacks)
+        self.loop.every(self.sim.world.timestep, self.publish_clock)
+        self.loop.every(1.0 / objects_rate, self.publish_objects)
+        self.loop.when_settled(self.publish_clock)
+        self.loop.when_settled(self.publish_objects)
+
+    # --- physics thread -----------------------------------------------------------------------
+    def reset_world(self) -> str:
+        seed, self.pending_seed = self.pending_seed, None
+        self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
+        scene = self.sim.scene
+        seeded = f", seed {seed}" if seed is not None else ""
+        return (f"episode {scene.episode}: {scene.object_count} objects of type {scene.object_urdf.stem}"
+                f" ({scene.config.object_set} set{seeded})")
+
+    def publish_clock(self) -> None:
+        if self.clock_publisher.get_subscription_count():  # nobody listening: no message to build
+            self.clock.clock = convert.stamp(self.sim.world.time)
+            self.clock_publisher.publish(self.clock)
+
+    def publish_objects(self) -> None:
+        if self.objects_publisher.get_subscription_count():  # the markers cost ~0.7 ms to build
+            self.objects_publisher.publish(self.object_markers())
+
+    def object_markers(self) -> MarkerArray:
+        """Every object as a mesh marker (ns `objects`, id k for object_k); the first marker clears old ones."""
+        c = self.sim.world.client
+        now = self.sim.world.time
+        markers = [Marker(header=convert.header(now), action=Marker.DELETEALL, ns="objects")]
+        for obj in self.sim.scene.objects:
+            position, orientation = visual_pose(c, obj.body)
+            shape = c.getVisualShapeData(obj.body)[0]
+            geometry = Geometry.from_visual_shape(shape)
+            marker = Marker(header=convert.header(now), ns="objects", id=obj.index,
+                            type=convert.MARKER_TYPES[geometry.kind], action=Marker.ADD, text=obj.name,
+                            pose=convert.pose(position, orientation),
+                            mesh_resource="file://" + geometry.mesh if geometry.mesh else "")
+            marker.scale.x, marker.scale.y, marker.scale.z = geometry.size
+            marker.color.r, marker.color.g, marker.color.b, marker.color.a = (float(v) for v in shape[7])
+            markers.append(marker)
+        return MarkerArray(markers=markers)
+
+    # --- executor threads ---------------------------------------------------------------------
+    def on_reset(self, request, response):
+        try:
+            response.message = self.loop.run(self.reset_world)
+            response.success = True
+        except Exception as exc:  # report, keep serving
+            response.success, response.message = False, f"reset failed: {exc}"
+        (self.get_logger().info if response.success else self.get_logger().error)(response.message)
+        return response
+
+    def on_step(self, msg: UInt32) -> None:
+        if not self.loop.lockstep:
+            self.diagnostics.reject("world/step", "the world runs on its own (start it with lockstep:=true)")
+            return
+        if msg.data > MAX_STEP_REQUEST:
+            self.diagnostics.reject("world/step", f"{msg.data} steps asked, at most {MAX_STEP_REQUEST} per request")
+            return
+        self.loop.advance(msg.data)
+
+    def on_cancel_steps(self, request, response):
+        """Drop the steps still owed to world/step requests; one observation follows, as after a request."""
+        dropped = self.loop.run(self.loop.cancel_steps)
+        response.success, response.message = True, f"{dropped} steps cancelled"
+        return response
+
+    # --- run-time parameter changes (checked by params.declare first) --------------------------
+    def set_realtime_factor(self, value: float) -> None:
+        if hasattr(self, "loop"):
+            self.loop.realtime_factor = value
+
+    def set_seed(self, value: int) -> None:
+        self.pending_seed = value
+
+    def set_keep_object_type(self, value: bool) -> None:
+        self.keep_object_type = value
+
+    def check_for_other_stacks(self) -> None:
+        """Two stacks in one namespace and domain interleave joint_states and share world/reset: say so,
+        loudly, for as long as it lasts (both see it; DDS discovery takes a moment, hence a timer)."""
+        me = (self.get_name(), self.get_namespace())
+        others = sum(1 for node in self.get_node_names_and_namespaces() if node == me) - 1
+        if others > 0 and others != self.other_worlds:
+            self.get_logger().error(
+                f"another simulation runs in namespace {me[1]!r} on this ROS domain ({others} more 'world' "
+                f"node(s)): their topics and services mix with these; stop one, or start it with another "
+                f"namespace (-r __ns:=/other) or ROS_DOMAIN_ID")
+        self.other_worlds = max(others, 0)
+
+    def figures(self) -> dict:
+        steps_per_second, realtime_factor = self.loop.rates()
+        return {"sim_time": self.sim.world.time, "step_rate_hz": steps_per_second,
+                "realtime_factor": realtime_factor, "target_realtime_factor": self.loop.realtime_factor,
+                "objects": self.sim.scene.object_count, "episode": self.sim.scene.episode,
+                "publisher_failures": self.loop.failures, "other_stacks_in_namespace": self.other_worlds}
