@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from binpick_sim.nodes import convert
+from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 
 from .figures import Figure

@@ -7,7 +7,7 @@ import time
 
 from std_msgs.msg import String, UInt32
 
-from binpick_sim.nodes import simulation_node
+from binpick_sim.nodes.servers import simulation_node
 
 from .direct import direct_sim
 from .figures import Figure, percentile

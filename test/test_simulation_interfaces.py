@@ -20,7 +20,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
-from binpick_sim.nodes import simulation_node
+from binpick_sim.nodes.servers import simulation_node
 from binpick_sim.nodes.clients.client import SimClient
 from binpick_sim.nodes.process.stack import SimStack
 
