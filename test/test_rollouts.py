@@ -1,0 +1,269 @@
+"""Rollouts on Ray (binpick_sim.rollouts) and the RLlib env registry, on one local Ray cluster.
+
+The cluster is the module's (num_cpus=2, as CI has); its workers import this checkout and the test
+folder (for rollout_policies). Episodes are capped short, except the 20 scripted-picker seeds.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+NO_RAY = importlib.util.find_spec("ray") is None
+needs_ray = pytest.mark.skipif(NO_RAY, reason="needs ray (pip install 'ray[data,tune]', pinned in requirements.txt)")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    import ray
+
+    kill_dir = tmp_path_factory.mktemp("kills")
+    path = os.pathsep.join([str(REPO), str(REPO / "test"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path, "BINPICK_KILL_DIR": str(kill_dir)}})
+    try:
+        yield kill_dir
+    finally:
+        ray.shutdown()
+
+
+def run(out, episodes, workers, seed=0, **spec):
+    from binpick_sim.rollouts import RunSpec, rollouts
+
+    return rollouts(out, episodes, workers, seed, RunSpec(**spec), progress=False)
+
+
+@pytest.fixture(scope="module")
+def random_runs(cluster, tmp_path_factory):
+    """The same 3 seeded random-policy episodes (seeds 5..7, 6 steps each) on 1 and on 2 workers."""
+    folder = tmp_path_factory.mktemp("random")
+    return {w: run(folder / f"w{w}", 3, w, seed=5, policy="random", max_steps=6) for w in (1, 2)}
+
+
+@needs_ray
+def test_same_seed_same_dataset_whatever_the_workers(random_runs):
+    import pandas as pd
+
+    from binpick_sim.rollouts import read_dataset
+
+    one, two = (read_dataset(random_runs[w].out) for w in (1, 2))
+    pd.testing.assert_frame_equal(one[0], two[0])
+    pd.testing.assert_frame_equal(one[1], two[1])
+    steps, episodes = one
+    assert episodes["seed"].tolist() == [5, 6, 7] and episodes["episode"].tolist() == [0, 1, 2]
+    assert steps.groupby("episode")["step"].apply(list).tolist() == [list(range(6))] * 3
+    # different seeds gave different episodes (the seed reaches the scene and the policy)
+    first = [np.stack(steps[steps.episode == k]["action"]) for k in range(3)]
+    assert not np.allclose(first[0], first[1])
+    assert random_runs[2].workers == 2 and random_runs[2].retries == 0
+
+
+@needs_ray
+def test_dataset_reads_back_with_the_documented_schema_without_ray(random_runs):
+    """pyarrow and pandas alone (ray made unimportable in a fresh interpreter), and Ray Data too."""
+    import ray
+
+    out = random_runs[2].out
+    script = f"""
+import sys, json
+sys.modules["ray"] = None  # reading must not need Ray
+import pyarrow.parquet as pq, pandas as pd
+steps = pq.read_table({str(out / 'steps')!r})
+episodes = pd.read_parquet({str(out / 'episodes')!r})
+print(json.dumps({{"steps": {{f.name: str(f.type) for f in steps.schema}}, "rows": steps.num_rows,
+                  "episodes": {{c: str(t) for c, t in episodes.dtypes.items()}}, "n": len(episodes)}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout.strip().splitlines()[-1])
+    assert read["steps"] == {
+        "episode": "int64", "step": "int64", "observation.ee_position": "list<element: float>",
+        "observation.gripper_open": "int64", "observation.joint_positions": "list<element: float>",
+        "observation.joint_velocities": "list<element: float>", "action": "list<element: float>",
+        "reward": "double", "terminated": "bool", "truncated": "bool", "info": "string"}
+    assert read["rows"] == 18 and read["n"] == 3
+    assert read["episodes"] == {"episode": "int64", "seed": "int64", "success": "bool", "length": "int64",
+                                "return": "float64", "terminated": "bool", "truncated": "bool", "info": "str"}
+
+    from binpick_sim.rollouts import read_dataset
+
+    steps, episodes = read_dataset(out)
+    assert steps.iloc[-1]["truncated"] and not steps.iloc[0]["truncated"]  # --max-steps ends an episode truncated
+    assert json.loads(steps.iloc[0]["info"])["objects_left"] > 0
+    assert len(steps.iloc[0]["observation.joint_positions"]) == 9 and len(steps.iloc[0]["action"]) == 5
+    assert ray.data.read_parquet(str(out / "steps")).count() == 18
+    summary = json.loads((out / "dataset.json").read_text())
+    assert summary["episodes"] == 3 and summary["steps"] == 18 and summary["retries"] == 0
+
+
+@needs_ray
+def test_image_observations_are_lossless_pngs(cluster, tmp_path):
+    """rgb exactly, depth to 0.1 mm (16-bit PNG), as the in-process env observes them."""
+    import cv2
+    import gymnasium as gym
+
+    from binpick_sim.rollouts import DEPTH_PNG_SCALE, read_dataset
+
+    run(tmp_path / "img", 1, 1, seed=3, env_id="binpick_sim/FrankaPosition-v0", policy="random",
+        observation="image", max_steps=1)
+    steps, _ = read_dataset(tmp_path / "img")
+    rgb = cv2.cvtColor(cv2.imdecode(np.frombuffer(steps.iloc[0]["observation.rgb"], np.uint8), cv2.IMREAD_COLOR),
+                       cv2.COLOR_BGR2RGB)
+    depth = cv2.imdecode(np.frombuffer(steps.iloc[0]["observation.depth"], np.uint8), cv2.IMREAD_UNCHANGED)
+    env = gym.make("binpick_sim/FrankaPosition-v0", observation="image")
+    try:
+        observation, _ = env.reset(seed=3)
+    finally:
+        env.close()
+    np.testing.assert_array_equal(rgb, observation["rgb"])
+    assert depth.dtype == np.uint16
+    seen = np.isfinite(observation["depth"])
+    np.testing.assert_allclose(depth[seen] / DEPTH_PNG_SCALE, observation["depth"][seen], atol=0.6 / DEPTH_PNG_SCALE)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_scripted_picker_success_matches_the_in_process_run(cluster, tmp_path):
+    import gymnasium as gym
+
+    import binpick_sim.envs  # noqa: F401
+    from binpick_sim.envs.scripted import run_episode
+
+    result = run(tmp_path / "scripted", 20, 2, seed=0)
+    env = gym.make("binpick_sim/FrankaDelta-v0", observation="state")
+    try:
+        local = [run_episode(env, seed) for seed in range(20)]
+    finally:
+        env.close()
+    assert [e["success"] for e in result.episodes] == [r["grabs"] > 0 for r in local]
+    assert [e["length"] for e in result.episodes] == [r["steps"] for r in local]
+    assert result.success_rate == sum(r["grabs"] > 0 for r in local) / 20
+    assert result.success_rate >= 0.5  # the picker works at all (bench: gym group)
+
+
+@needs_ray
+def test_killed_worker_episode_is_rerun_once_without_loss_or_duplicate(cluster, tmp_path):
+    import rollout_policies
+
+    from binpick_sim.rollouts import read_dataset
+
+    result = run(tmp_path / "killed", 4, 2, seed=0, policy="rollout_policies:kill_once", max_steps=6)
+    assert (cluster / f"killed-{rollout_policies.KILL_SEED}").exists()  # the worker really was killed
+    assert result.retries == 1 and result.retried == {rollout_policies.KILL_SEED: 1}
+    steps, episodes = read_dataset(tmp_path / "killed")
+    assert episodes["episode"].tolist() == [0, 1, 2, 3]
+    assert steps.groupby("episode")["step"].apply(list).tolist() == [list(range(6))] * 4  # none lost, none twice
+    summary = json.loads((tmp_path / "killed" / "dataset.json").read_text())
+    assert summary["retries"] == 1 and summary["retried_episodes"] == {str(rollout_policies.KILL_SEED): 1}
+    # the re-run episode is the episode an undisturbed run gives
+    undisturbed = run(tmp_path / "plain", 1, 1, seed=rollout_policies.KILL_SEED, policy="random", max_steps=6)
+    again = read_dataset(undisturbed.out)[0].drop(columns="episode")
+    rerun = steps[steps.episode == rollout_policies.KILL_SEED].drop(columns="episode").reset_index(drop=True)
+    for column in again:
+        assert again[column].apply(_plain).tolist() == rerun[column].apply(_plain).tolist(), column
+    assert not list(tmp_path.glob(".killed.partial-*"))
+
+
+def _plain(value):
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"episodes": 0}, "episodes must be"),
+    ({"seed": -1}, "seeds"),
+    ({"seed": 2**63}, "seeds"),
+    ({"workers": 0}, "workers must be"),
+    ({"policy": "nope"}, "policy must be"),
+    ({"policy": "os:no_such_function"}, "cannot be loaded"),
+    ({"env_id": "binpick_sim/FrankaPosition-v0"}, "scripted policy drives"),
+    ({"backend": "carrier-pigeon"}, "backend must be"),
+    ({"max_steps": 0}, "max steps"),
+])
+def test_bad_arguments_are_refused_before_anything_starts(tmp_path, arguments, message):
+    from binpick_sim.rollouts import RunSpec, rollouts
+
+    keys = {"episodes", "seed", "workers"}
+    spec = RunSpec(**{k: v for k, v in arguments.items() if k not in keys})
+    counts = {"episodes": 2, "seed": 0, "workers": 1, **{k: v for k, v in arguments.items() if k in keys}}
+    with pytest.raises(ValueError, match=message):
+        rollouts(tmp_path / "out", counts["episodes"], counts["workers"], counts["seed"], spec)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_existing_dataset_is_never_overwritten(tmp_path, capsys):
+    from binpick_sim.rollouts import main
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(tmp_path / "out"), "--episodes", "1"])
+    assert exit_info.value.code == 2 and "not empty" in capsys.readouterr().err
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "new"), "--episodes", "nan"])
+
+
+@needs_ray
+def test_registered_env_creator_builds_a_working_env():
+    """What RLlib's env runners do: look the id up in Tune's registry and call it with env_config."""
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    from binpick_sim.envs import ENV_IDS, rllib
+
+    assert rllib.register() == list(ENV_IDS)
+    creator = _global_registry.get(ENV_CREATOR, "binpick_sim/FrankaDelta-v0")
+    env = creator(_env_context({"observation": "state"}))
+    try:
+        observation, _ = env.reset(seed=0)
+        assert set(observation) == {"joint_positions", "joint_velocities", "ee_position", "gripper_open"}
+        observation, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert env.observation_space.contains(observation) and "grabs" in info
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="unknown env id"):
+        rllib.register(["binpick_sim/Nope-v0"])
+
+
+def _env_context(config: dict):
+    """RLlib's EnvContext where RLlib is installed; the same dict otherwise (what the creator receives)."""
+    try:
+        from ray.rllib.env.env_context import EnvContext
+    except ImportError:
+        return dict(config)
+    return EnvContext(config, worker_index=1)
+
+
+@needs_ray
+def test_rllib_ppo_trains_on_the_registered_env():
+    missing = [m for m in ("ray.rllib", "torch") if _absent(m)]
+    if missing:
+        pytest.skip(f"RLlib training needs {', '.join(missing)} (a deep-learning framework), not installed")
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from binpick_sim.envs import rllib
+
+    rllib.register()
+    config = (PPOConfig().environment("binpick_sim/FrankaDelta-v0", env_config={"observation": "state"})
+              .env_runners(num_env_runners=0).training(train_batch_size=64, minibatch_size=32, num_epochs=1))
+    algorithm = config.build()
+    try:
+        result = algorithm.train()
+    finally:
+        algorithm.stop()
+    assert result["env_runners"]["num_env_steps_sampled"] >= 64
+
+
+def _absent(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:  # not installed, or RLlib without its extras (dm-tree, ...)
+        return True
+    return False
