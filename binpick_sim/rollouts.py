@@ -232,13 +232,14 @@ class EpisodeCounter:
 class RolloutWorker:
     """One Ray actor: owns one env (and, on the ROS backend, that env's private `sim` process)."""
 
-    def __init__(self, spec: RunSpec, counter):
+    def __init__(self, spec: RunSpec, counter: str):
         import gymnasium as gym
+        import ray
 
         from . import envs  # noqa: F401  (registers the env ids)
 
         self.spec = spec
-        self.counter = counter
+        self.counter = ray.get_actor(counter)  # by name: a restarted worker finds the same counter
         self.factory = load_policy(spec.policy)
         self.env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
 
@@ -330,7 +331,8 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
     temporary = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     pool, owned = [], []  # the workers; every actor this run started
     try:
-        counter = ray.remote(num_cpus=0)(EpisodeCounter).remote()
+        counter_name = f"binpick_rollouts_counter_{uuid.uuid4().hex}"
+        counter = ray.remote(num_cpus=0)(EpisodeCounter).options(name=counter_name).remote()
         owned.append(counter)
         actor = ray.remote(num_cpus=1, max_restarts=max_retries, max_task_retries=max_retries)(RolloutWorker)
         domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
@@ -339,7 +341,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
             env_vars = {"ROS_AUTOMATIC_DISCOVERY_RANGE": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
                         "ROS_DOMAIN_ID": str((domain + 1 + index) % 102)}
             options = {"runtime_env": {"env_vars": env_vars}} if spec.backend == "ros" else {}
-            pool.append(actor.options(**options).remote(spec, counter))
+            pool.append(actor.options(**options).remote(spec, counter_name))
             owned.append(pool[-1])
         images = ray.get(pool[0].info.remote())["images"]
 
@@ -407,6 +409,7 @@ def write_dataset(folder: Path, table_refs: list, episodes: list[dict]) -> None:
 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
+    context.enable_progress_bars = False
     ray.data.from_arrow_refs(table_refs).write_parquet(str(folder / STEPS_DIR))
     schema = pa.schema([("episode", pa.int64()), ("seed", pa.int64()), ("success", pa.bool_()),
                         ("length", pa.int64()), ("return", pa.float64()), ("terminated", pa.bool_()),

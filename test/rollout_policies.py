@@ -10,7 +10,7 @@ import signal
 
 from binpick_sim.rollouts import random
 
-KILL_SEED = 2
+KILL_SEED = 6
 KILL_STEP = 3
 
 

@@ -105,28 +105,39 @@ print(json.dumps({{"steps": {{f.name: str(f.type) for f in steps.schema}}, "rows
 
 
 @needs_ray
-def test_image_observations_are_lossless_pngs(cluster, tmp_path):
-    """rgb exactly, depth to 0.1 mm (16-bit PNG), as the in-process env observes them."""
+def test_image_observations_are_lossless_pngs(tmp_path):
+    """rgb exactly, depth to 0.1 mm (16-bit PNG), as the env observed them; through Parquet and back.
+    (The episode runs here, in the code a worker runs, so the image render is not paid twice.)"""
     import cv2
     import gymnasium as gym
+    import pyarrow.parquet as pq
 
-    from binpick_sim.rollouts import DEPTH_PNG_SCALE, read_dataset
+    from binpick_sim.rollouts import DEPTH_PNG_SCALE, EpisodeSpec, RunSpec, run_episode, steps_table
 
-    run(tmp_path / "img", 1, 1, seed=3, env_id="binpick_sim/FrankaPosition-v0", policy="random",
-        observation="image", max_steps=1)
-    steps, _ = read_dataset(tmp_path / "img")
-    rgb = cv2.cvtColor(cv2.imdecode(np.frombuffer(steps.iloc[0]["observation.rgb"], np.uint8), cv2.IMREAD_COLOR),
-                       cv2.COLOR_BGR2RGB)
-    depth = cv2.imdecode(np.frombuffer(steps.iloc[0]["observation.depth"], np.uint8), cv2.IMREAD_UNCHANGED)
-    env = gym.make("binpick_sim/FrankaPosition-v0", observation="image")
+    seen = []
+    spec = RunSpec(env_id="binpick_sim/FrankaPosition-v0", policy="random", observation="image", max_steps=1)
+    env = gym.make(spec.env_id, observation="image")
     try:
-        observation, _ = env.reset(seed=3)
+        def policy(env, seed):
+            def act(observation):
+                seen.append(observation)
+                return env.action_space.sample()
+            return act
+
+        _, rows = run_episode(env, spec, EpisodeSpec(0, 3), policy)
     finally:
         env.close()
+    pq.write_table(steps_table(rows), tmp_path / "steps.parquet")
+    row = pq.read_table(tmp_path / "steps.parquet").to_pandas().iloc[0]
+    rgb = cv2.cvtColor(cv2.imdecode(np.frombuffer(row["observation.rgb"], np.uint8), cv2.IMREAD_COLOR),
+                       cv2.COLOR_BGR2RGB)
+    depth = cv2.imdecode(np.frombuffer(row["observation.depth"], np.uint8), cv2.IMREAD_UNCHANGED)
+    observation = seen[0]
     np.testing.assert_array_equal(rgb, observation["rgb"])
-    assert depth.dtype == np.uint16
-    seen = np.isfinite(observation["depth"])
-    np.testing.assert_allclose(depth[seen] / DEPTH_PNG_SCALE, observation["depth"][seen], atol=0.6 / DEPTH_PNG_SCALE)
+    assert depth.dtype == np.uint16 and depth.shape == observation["depth"].shape
+    hit = np.isfinite(observation["depth"])
+    np.testing.assert_allclose(depth[hit] / DEPTH_PNG_SCALE, observation["depth"][hit], atol=0.6 / DEPTH_PNG_SCALE)
+    assert np.all(depth[~hit] == 0)
 
 
 @needs_ray
@@ -150,30 +161,25 @@ def test_scripted_picker_success_matches_the_in_process_run(cluster, tmp_path):
 
 
 @needs_ray
-def test_killed_worker_episode_is_rerun_once_without_loss_or_duplicate(cluster, tmp_path):
+def test_killed_worker_episode_is_rerun_once_without_loss_or_duplicate(cluster, random_runs, tmp_path):
+    """The random runs' episodes again, but the worker running seed 6 SIGKILLs itself mid-episode."""
+    import pandas as pd
     import rollout_policies
 
     from binpick_sim.rollouts import read_dataset
 
-    result = run(tmp_path / "killed", 4, 2, seed=0, policy="rollout_policies:kill_once", max_steps=6)
-    assert (cluster / f"killed-{rollout_policies.KILL_SEED}").exists()  # the worker really was killed
-    assert result.retries == 1 and result.retried == {rollout_policies.KILL_SEED: 1}
+    assert rollout_policies.KILL_SEED == 6
+    result = run(tmp_path / "killed", 3, 2, seed=5, policy="rollout_policies:kill_once", max_steps=6)
+    assert (cluster / "killed-6").exists()  # the worker really was killed
+    assert result.retries == 1 and result.retried == {1: 1}  # episode 1 (seed 6) started twice
     steps, episodes = read_dataset(tmp_path / "killed")
-    assert episodes["episode"].tolist() == [0, 1, 2, 3]
-    assert steps.groupby("episode")["step"].apply(list).tolist() == [list(range(6))] * 4  # none lost, none twice
+    assert steps.groupby("episode")["step"].apply(list).tolist() == [list(range(6))] * 3  # none lost, none twice
+    undisturbed = read_dataset(random_runs[2].out)
+    pd.testing.assert_frame_equal(steps, undisturbed[0])  # the re-run episode is what an undisturbed run gives
+    pd.testing.assert_frame_equal(episodes, undisturbed[1])
     summary = json.loads((tmp_path / "killed" / "dataset.json").read_text())
-    assert summary["retries"] == 1 and summary["retried_episodes"] == {str(rollout_policies.KILL_SEED): 1}
-    # the re-run episode is the episode an undisturbed run gives
-    undisturbed = run(tmp_path / "plain", 1, 1, seed=rollout_policies.KILL_SEED, policy="random", max_steps=6)
-    again = read_dataset(undisturbed.out)[0].drop(columns="episode")
-    rerun = steps[steps.episode == rollout_policies.KILL_SEED].drop(columns="episode").reset_index(drop=True)
-    for column in again:
-        assert again[column].apply(_plain).tolist() == rerun[column].apply(_plain).tolist(), column
+    assert summary["retries"] == 1 and summary["retried_episodes"] == {"1": 1}
     assert not list(tmp_path.glob(".killed.partial-*"))
-
-
-def _plain(value):
-    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 @pytest.mark.parametrize("arguments, message", [
