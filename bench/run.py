@@ -16,7 +16,7 @@ from tqdm import tqdm  # noqa: E402
 
 from .figures import Figure, machine  # noqa: E402
 
-MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "memory"]
+MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "memory", "rollouts"]
 
 
 def collect(names: list[str]) -> list[Figure]:

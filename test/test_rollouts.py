@@ -140,24 +140,60 @@ def test_image_observations_are_lossless_pngs(tmp_path):
     assert np.all(depth[~hit] == 0)
 
 
-@needs_ray
-@pytest.mark.slow
-def test_scripted_picker_success_matches_the_in_process_run(cluster, tmp_path):
+@pytest.fixture(scope="module")
+def scripted_run(cluster, tmp_path_factory):
+    """The README's demonstration command on 20 seeds: `rollouts --episodes 20 --workers 2 --seed 0`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from binpick_sim.rollouts import main, read_dataset
+
+    out = tmp_path_factory.mktemp("scripted") / "demos"
+    with ThreadPoolExecutor(1) as pool:  # the in-process reference meanwhile (the driver mostly waits)
+        local = pool.submit(_in_process_scripted, range(20))
+        assert main(["--episodes", "20", "--workers", "2", "--seed", "0", "--out", str(out)]) == 0
+        local = local.result()
+    return out, read_dataset(out)[1], json.loads((out / "dataset.json").read_text()), local
+
+
+def _in_process_scripted(seeds):
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
     from binpick_sim.envs.scripted import run_episode
 
-    result = run(tmp_path / "scripted", 20, 2, seed=0)
     env = gym.make("binpick_sim/FrankaDelta-v0", observation="state")
     try:
-        local = [run_episode(env, seed) for seed in range(20)]
+        return [run_episode(env, seed) for seed in seeds]
     finally:
         env.close()
-    assert [e["success"] for e in result.episodes] == [r["grabs"] > 0 for r in local]
-    assert [e["length"] for e in result.episodes] == [r["steps"] for r in local]
-    assert result.success_rate == sum(r["grabs"] > 0 for r in local) / 20
-    assert result.success_rate >= 0.5  # the picker works at all (bench: gym group)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_scripted_picker_success_matches_the_in_process_run(scripted_run):
+    _, episodes, summary, local = scripted_run
+    assert episodes["seed"].tolist() == list(range(20))
+    assert episodes["success"].tolist() == [r["grabs"] > 0 for r in local]
+    assert episodes["length"].tolist() == [r["steps"] for r in local]
+    assert summary["success_rate"] == sum(r["grabs"] > 0 for r in local) / 20
+    assert summary["success_rate"] >= 0.5  # the picker works at all (bench: gym group)
+    assert summary["workers"] == 2 and summary["retries"] == 0
+
+
+@needs_ray
+def test_readme_behaviour_cloning_example_runs_on_a_demonstration_dataset(scripted_run, tmp_path, monkeypatch):
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Scale-out on Ray"):]
+    code = re.search(r"Behaviour cloning from it.*?```python\n(.*?)```", section, re.S).group(1)
+    out, episodes, _, _ = scripted_run
+    (tmp_path / "demos").symlink_to(out)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(code, namespace)
+    assert namespace["actions"].shape == (episodes["length"][episodes["success"]].sum(), 5)
+    assert namespace["weights"].shape == (5, 5)
 
 
 @needs_ray
