@@ -2,7 +2,8 @@
 
 FrankaDelta-v0, direct backend, state observations, seeded random actions, episodes capped at
 EPISODE_STEPS. The Ray figures time the episodes only (workers built, dataset not yet written), as a
-long collection run sees them; the cluster's start and the workers' start are reported apart.
+long collection run sees them; the cluster's start and the workers' start are reported apart. Each
+figure includes its env's first episode (first-touch costs), in-process and on the workers alike.
 """
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ def in_process_steps_per_second(spec, episodes: int) -> float:
 
     env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation)
     try:
-        run_episode(env, spec, EpisodeSpec(0, 1000), random)  # warm up (first-touch costs)
         start, steps = time.perf_counter(), 0
         for k in range(episodes):
             steps += len(run_episode(env, spec, EpisodeSpec(k, k), random)[1])

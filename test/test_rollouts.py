@@ -197,6 +197,25 @@ def test_readme_behaviour_cloning_example_runs_on_a_demonstration_dataset(script
 
 
 @needs_ray
+@pytest.mark.slow
+def test_ros_backend_workers_each_with_a_private_sim_give_the_direct_backend_episodes(random_runs, tmp_path):
+    """Two workers, each with its own `sim` process (own namespace and ROS domain, DDS on loopback)."""
+    from binpick_sim.rollouts import read_dataset
+
+    result = run(tmp_path / "ros", 2, 2, seed=5, policy="random", max_steps=3, backend="ros")
+    assert result.workers == 2 and result.retries == 0
+    ros = read_dataset(result.out)[0]
+    direct = read_dataset(random_runs[2].out)[0]
+    direct = direct[(direct.episode < 2) & (direct.step < 3)].reset_index(drop=True)
+    for column in ros.columns.drop(["truncated", "info"]):
+        assert ros[column].apply(_plain).tolist() == direct[column].apply(_plain).tolist(), column
+
+
+def _plain(value):
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+@needs_ray
 def test_killed_worker_episode_is_rerun_once_without_loss_or_duplicate(cluster, random_runs, tmp_path):
     """The random runs' episodes again, but the worker running seed 6 SIGKILLs itself mid-episode."""
     import pandas as pd
