@@ -7,6 +7,7 @@ figure includes its env's first episode (first-touch costs), in-process and on t
 """
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ def measure() -> list[Figure]:
     note = f"FrankaDelta-v0 direct, state, random actions, {EPISODE_STEPS}-step episodes"
     local = in_process_steps_per_second(spec, EPISODES_PER_WORKER)
     figures = [Figure("rollouts", f"in-process env, no Ray ({note})", local, "steps/s", raw)]
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     start = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     figures.append(Figure("rollouts", "local Ray cluster start (num_cpus=2)", time.perf_counter() - start, "s"))

@@ -323,6 +323,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
 
     started = False
     if not ray.is_initialized():
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a local run sends nothing anywhere
         if address:
             ray.init(address=address, log_to_driver=False)
         else:

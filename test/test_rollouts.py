@@ -25,6 +25,7 @@ needs_ray = pytest.mark.skipif(NO_RAY, reason="needs ray (pip install 'ray[data,
 def cluster(tmp_path_factory):
     import ray
 
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kill_dir = tmp_path_factory.mktemp("kills")
     path = os.pathsep.join([str(REPO), str(REPO / "test"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
@@ -112,7 +113,8 @@ def test_image_observations_are_lossless_pngs(tmp_path):
     import gymnasium as gym
     import pyarrow.parquet as pq
 
-    from binpick_sim.rollouts import DEPTH_PNG_SCALE, EpisodeSpec, RunSpec, run_episode, steps_table
+    from binpick_sim.rollouts import (DEPTH_PNG_SCALE, EpisodeSpec, RunSpec, observation_columns, run_episode,
+                                      steps_table)
 
     seen = []
     spec = RunSpec(env_id="binpick_sim/FrankaPosition-v0", policy="random", observation="image", max_steps=1)
@@ -138,6 +140,16 @@ def test_image_observations_are_lossless_pngs(tmp_path):
     hit = np.isfinite(observation["depth"])
     np.testing.assert_allclose(depth[hit] / DEPTH_PNG_SCALE, observation["depth"][hit], atol=0.6 / DEPTH_PNG_SCALE)
     assert np.all(depth[~hit] == 0)
+
+    # --images array: the raw bytes, exact
+    from binpick_sim.rollouts import image_shapes
+
+    arrays = steps_table([{**rows[0], **observation_columns(observation, "array")}]).to_pylist()[0]
+    shapes = image_shapes(env.observation_space)
+    for key in ("rgb", "depth"):
+        layout = shapes[f"observation.{key}"]
+        value = np.frombuffer(arrays[f"observation.{key}"], layout["dtype"]).reshape(layout["shape"])
+        np.testing.assert_array_equal(value, observation[key])
 
 
 @pytest.fixture(scope="module")
