@@ -49,7 +49,7 @@ def measure() -> list[Figure]:
     figures = [Figure("rollouts", f"in-process env, no Ray ({note})", local, "steps/s", raw)]
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     start = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     figures.append(Figure("rollouts", "local Ray cluster start (num_cpus=2)", time.perf_counter() - start, "s"))
     rates = {}
     try:

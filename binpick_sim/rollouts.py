@@ -243,9 +243,6 @@ class RolloutWorker:
         self.factory = load_policy(spec.policy)
         self.env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
 
-    def pid(self) -> int:
-        return os.getpid()
-
     def info(self) -> dict:
         return {"pid": os.getpid(), "images": image_shapes(self.env.observation_space)}
 
@@ -319,6 +316,8 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not empty: choose a new --out (nothing was written)")
+    if not 0 <= max_retries <= 100:
+        raise ValueError(f"max retries must be between 0 and 100, got {max_retries}")
     workers = min(workers, episodes)
 
     started = False
@@ -327,7 +326,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
         started = True
     temporary = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     pool, owned = [], []  # the workers; every actor this run started
@@ -363,7 +362,8 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
             for _ in range(2):  # two in hand, so a worker never waits on the driver between episodes
                 if queue:
                     submit(index)
-        with tqdm(total=episodes, desc="rollouts", unit="episode", disable=None if progress is None else not progress) as bar:
+        hidden = None if progress is None else not progress  # None: tqdm shows it on a terminal only
+        with tqdm(total=episodes, desc="rollouts", unit="episode", disable=hidden) as bar:
             while running:
                 done, _ = ray.wait(list(running), num_returns=1)
                 index, table_ref = running.pop(done[0])
@@ -379,6 +379,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         wall = time.perf_counter() - start
         counts = ray.get(counter.counts.remote())
         # The workers hold the CPUs Ray Data's write tasks need; their results live on in the object store.
+        _close(ray, pool)
         _kill(ray, owned)
 
         ordered = [summaries[k] for k in range(episodes)]
@@ -391,11 +392,22 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         temporary.rename(out)
         return result
     finally:
+        _close(ray, pool)
         _kill(ray, owned)
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)
         if started:
             ray.shutdown()
+
+
+def _close(ray, workers: list, timeout: float = 60.0) -> None:
+    """Close the workers' envs (a ROS-backend env stops its `sim` process); a dead one is left to Ray."""
+    closing = [worker.close.remote() for worker in workers]
+    try:
+        ray.wait(closing, num_returns=len(closing), timeout=timeout)
+    except Exception:  # noqa: BLE001 - best effort: the actors are killed next in any case
+        pass
+    workers.clear()
 
 
 def _kill(ray, actors: list) -> None:
@@ -404,19 +416,22 @@ def _kill(ray, actors: list) -> None:
 
 
 def write_dataset(folder: Path, table_refs: list, episodes: list[dict]) -> None:
-    """Steps and episodes as Parquet through Ray Data, in episode order."""
+    """Steps and episodes as Parquet through Ray Data, in episode order, on the driver's machine (on a
+    cluster the write tasks would otherwise land on any node, each writing to its own disk)."""
     import pyarrow as pa
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False
-    ray.data.from_arrow_refs(table_refs).write_parquet(str(folder / STEPS_DIR))
+    here = {"scheduling_strategy": NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)}
+    ray.data.from_arrow_refs(table_refs).write_parquet(str(folder / STEPS_DIR), ray_remote_args=here)
     schema = pa.schema([("episode", pa.int64()), ("seed", pa.int64()), ("success", pa.bool_()),
                         ("length", pa.int64()), ("return", pa.float64()), ("terminated", pa.bool_()),
                         ("truncated", pa.bool_()), ("info", pa.string())])
     table = pa.Table.from_pylist(episodes, schema=schema)
-    ray.data.from_arrow(table).write_parquet(str(folder / EPISODES_DIR))
+    ray.data.from_arrow(table).write_parquet(str(folder / EPISODES_DIR), ray_remote_args=here)
 
 
 def summary_record(result: RunResult, spec: RunSpec, seed: int, images: dict) -> dict:
@@ -467,8 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileExistsError) as exc:
         parser.error(str(exc))
     print(f"{len(result.episodes)} episodes, {result.steps} steps in {result.wall_s:.1f} s "
-          f"({result.steps_per_s:,.0f} steps/s) on {result.workers} workers; success {100 * result.success_rate:.0f} %; "
-          f"retries {result.retries}" + (f" (episodes {sorted(result.retried)})" if result.retried else ""))
+          f"({result.steps_per_s:,.0f} steps/s) on {result.workers} workers; "
+          f"success {100 * result.success_rate:.0f} %; retries {result.retries}" + (f" (episodes {sorted(result.retried)})" if result.retried else ""))
     print(f"dataset: {result.out}/{STEPS_DIR}, {result.out}/{EPISODES_DIR} (Parquet), {result.out}/{SUMMARY_FILE}")
     return 0
 

@@ -28,7 +28,7 @@ def cluster(tmp_path_factory):
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kill_dir = tmp_path_factory.mktemp("kills")
     path = os.pathsep.join([str(REPO), str(REPO / "test"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path, "BINPICK_KILL_DIR": str(kill_dir)}})
     try:
         yield kill_dir
