@@ -29,3 +29,9 @@ def kill_once(env, seed):
         return act(observation)
 
     return step
+
+
+def broken(env, seed):
+    """A policy with a bug: its second action has the wrong length."""
+    steps = iter(range(10**9))
+    return lambda observation: [0.0] * (5 if next(steps) == 0 else 3)

@@ -249,6 +249,13 @@ def test_killed_worker_episode_is_rerun_once_without_loss_or_duplicate(cluster, 
     assert not list(tmp_path.glob(".killed.partial-*"))
 
 
+@needs_ray
+def test_a_policy_error_stops_the_run_without_retries_and_writes_nothing(cluster, tmp_path):
+    with pytest.raises(ValueError, match="action must be"):
+        run(tmp_path / "broken", 2, 1, policy="rollout_policies:broken", max_steps=4)
+    assert list(tmp_path.iterdir()) == []  # neither the dataset nor its temporary folder
+
+
 @pytest.mark.parametrize("arguments, message", [
     ({"episodes": 0}, "episodes must be"),
     ({"seed": -1}, "seeds"),
