@@ -20,7 +20,7 @@ from .figures import Figure
 from .physics import raw_steps_per_second
 
 EPISODE_STEPS = 40
-EPISODES_PER_WORKER = 4
+EPISODES_PER_WORKER = 6
 STEPS_PER_ACTION = 24
 
 
