@@ -27,6 +27,7 @@ setup(
             "sim = binpick_sim.nodes.process.entry:main",
             "demo = binpick_sim.demo:main",
             "description = binpick_sim.description:main",
+            "rollouts = binpick_sim.rollouts:main",
         ],
     },
 )

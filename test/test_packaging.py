@@ -33,7 +33,7 @@ def test_colcon_installs_what_ros2_tools_look_for(install):
     assert (install / "share" / "ament_index" / "resource_index" / "packages" / "binpick_sim").is_file()
     for relative in ("package.xml", "config/scene.yaml", "launch", "urdf"):
         assert (share / relative).exists(), relative
-    for executable in ("sim", "demo"):
+    for executable in ("sim", "demo", "rollouts"):
         assert os.access(install / "lib" / "binpick_sim" / executable, os.X_OK), executable
 
 
