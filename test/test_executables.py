@@ -1,6 +1,7 @@
 """The executables as a user starts them: `sim` serves until Ctrl-C or SIGTERM, stops quietly when
 interrupted while starting, never outlives the process that started it, refuses a bad scene file or
 parameter at start-up with the key named, and the demo picks an object."""
+import os
 import signal
 import subprocess
 import sys
@@ -64,8 +65,12 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
                                     "camera:=false"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(delay)
         process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=30)
-        assert process.returncode in (0, 130), (delay, process.returncode, output)
+        try:
+            output, _ = process.communicate(timeout=30)
+        finally:
+            process.kill()  # never leave a simulation running behind a failed test
+        # -2: the interrupt landed while Python itself was exiting, which re-raises it (no output)
+        assert process.returncode in (0, 130, -signal.SIGINT), (delay, process.returncode, output)
         assert "Traceback" not in output, (delay, output)
         if process.returncode == 130:
             assert output.splitlines()[-1] == INTERRUPTED and output.count(INTERRUPTED) == 1, (delay, output)
@@ -113,11 +118,21 @@ def test_sim_stops_when_the_process_that_started_it_is_killed(ros_context):
     client = SimClient("probe", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
     try:
         client.wait_for_topics(["joint_states"], timeout=60)
+        parent.kill()
+        parent.wait()
+        gone_after = process_gone(sim_pid, 10)
     finally:
         client.close()
-    parent.kill()
-    parent.wait()
-    assert process_gone(sim_pid, 10) < 2.0
+        kill(parent.pid, sim_pid)  # never leave a simulation running behind a failed test
+    assert gone_after is not None and gone_after < 2.0, gone_after
+
+
+def kill(*pids: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.mark.skipif(ros_env.missing("ros2launch", "launch_ros") is not None,
@@ -127,11 +142,14 @@ def test_sim_stops_when_its_launch_is_killed(ros_context, tmp_path):
                                "camera:=false"], env=ros_env.shell_env(), cwd=tmp_path,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = SimClient("probe", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
+    sims = []
     try:
         client.wait_for_topics(["joint_states"], timeout=60)
+        sims = children(launch.pid)
+        launch.kill()
+        launch.wait()
+        gone_after = process_gone(sims[0], 10)
     finally:
         client.close()
-    (sim_pid,) = children(launch.pid)
-    launch.kill()
-    launch.wait()
-    assert process_gone(sim_pid, 10) < 2.0
+        kill(launch.pid, *sims, *children(launch.pid))
+    assert len(sims) == 1 and gone_after is not None and gone_after < 2.0, (sims, gone_after)

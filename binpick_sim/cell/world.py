@@ -51,10 +51,16 @@ class Client(BulletClient):
     """
 
     def __getattr__(self, name):
+        if name.startswith("_"):  # e.g. `_client` before the connection was made: not a PyBullet function
+            raise AttributeError(name)
         attribute = super().__getattr__(name)
         if name != "disconnect":
             self.__dict__[name] = attribute  # a bound function or a module constant
         return attribute
+
+    def __del__(self):
+        if "_client" in self.__dict__:  # a constructor interrupted (Ctrl-C) before connecting has nothing to close
+            super().__del__()
 
 
 def connect(gui: bool = False) -> Client:

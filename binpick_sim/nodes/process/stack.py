@@ -27,7 +27,7 @@ from rclpy.utilities import get_default_context
 
 from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
-from .entry import INTERRUPTED
+from .entry import stop_interrupted
 from ..servers.arm_node import ArmNode
 from ..servers.camera_node import CameraNode
 from ..servers.reasoning_node import ReasoningNode
@@ -217,9 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _interrupted(context: Context) -> int:
-    print(INTERRUPTED, file=sys.stderr)
-    rclpy.try_shutdown(context=context)
-    return 130
+    stop_interrupted()
+    return 130  # not reached
 
 
 if __name__ == "__main__":
