@@ -307,16 +307,17 @@ def test_every_ros2_line_of_the_readme_is_checked():
 
 
 def wait_for_the_cli_to_see(topic: str, cwd: Path, timeout: float = 60) -> None:
-    """The second terminal comes after the stack is up: wait until the `ros2` tools (their daemon, which
-    the first `ros2 topic list` starts) see it, as a user would see it in `ros2 topic list`."""
+    """The second terminal comes after the stack is up and the `ros2` daemon is warm: its first call
+    starts the daemon, which then needs a moment to discover the stack (the README says so). Wait until
+    `ros2 topic echo` can take a message of `topic`, as a user would see it work."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        listed = subprocess.run(["bash", "-c", "ros2 topic list"], cwd=cwd, env=ros_env.shell_env(),
-                                capture_output=True, text=True, timeout=60).stdout.split()
-        if topic in listed:
+        echoed = subprocess.run(["bash", "-c", f"ros2 topic echo {topic} --once"], cwd=cwd,
+                                env=ros_env.shell_env(), capture_output=True, text=True, timeout=60)
+        if echoed.returncode == 0 and "header:" in echoed.stdout:
             return
         time.sleep(0.5)
-    raise TimeoutError(f"ros2 topic list never listed {topic}")
+    raise TimeoutError(f"ros2 topic echo {topic} never took a message")
 
 
 def test_the_second_terminals_lines_against_ros2_run_sim(ros_context, tmp_path):

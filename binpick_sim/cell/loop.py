@@ -162,6 +162,8 @@ class PhysicsLoop:
                     self._finish()
                 continue
             if self.holding and self._budget <= 0:
+                if not self.lockstep:
+                    self._run_periodic(capped=False)  # what the wall-rate cap held back: the paused state
                 self._drain(block_until=time.monotonic() + 0.1, stop_after_work=True)
                 deadline = time.monotonic()  # real time restarts from here when played again
                 continue
@@ -186,11 +188,12 @@ class PhysicsLoop:
             if self._budget == 0:
                 self._finish()
 
-    def _run_periodic(self) -> None:
+    def _run_periodic(self, capped: bool = True) -> None:
         """The periodic work that is due. Steps asked for while paused are each published (/clock exact
-        per step, as the simulation standard's stepping promises): the wall-rate cap is for free running."""
+        per step, as the simulation standard's stepping promises): the wall-rate cap is for free running,
+        and what it held back runs once the loop is paused."""
         now, wall = self.world.time, None
-        capped = self.wall_rate_cap and not self.paused and not 0 < self.realtime_factor <= 1
+        capped = capped and self.wall_rate_cap and not self.paused and not 0 < self.realtime_factor <= 1
         for task in self._periodic:
             if now + 1e-9 >= task.due:
                 if capped and task.wall_cap:
