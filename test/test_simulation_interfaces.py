@@ -631,14 +631,15 @@ def test_readme_command_lines_work_as_written(si, tmp_path):
     """Each `ros2 service call` / `ros2 action send_goal` line of the README's section, in order, against
     a `sim` process: every one answers OK."""
     import shlex
-    import shutil
     import subprocess
     from pathlib import Path
 
+    import ros_env
     from binpick_sim.nodes.process.spawn import SimProcess
 
-    if shutil.which("ros2") is None:
-        pytest.skip("ros2cli is not installed (the `ros2` command)")
+    if ros_env.missing("ros2cli", "ros2service", "ros2action"):
+        pytest.skip(ros_env.missing("ros2cli", "ros2service", "ros2action"))
+    env = ros_env.shell_env()  # a terminal of a sourced workspace: `ros2` on PATH
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     section = readme[readme.index("## The ROS 2 simulation standard"):]
     block = section[section.index("```bash") + len("```bash"):]
@@ -647,7 +648,7 @@ def test_readme_command_lines_work_as_written(si, tmp_path):
     with SimProcess({"camera": False}, log=tmp_path / "sim.log") as process:
         for line in lines:
             args = shlex.split(line)
-            done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+            done = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
             out = done.stdout + done.stderr
             assert done.returncode == 0, f"{line}\n{out}"
             if "GetSimulatorFeatures" in line:
@@ -657,6 +658,7 @@ def test_readme_command_lines_work_as_written(si, tmp_path):
             else:
                 assert re.search(r"Result\(result=1,", out), f"{line}\n{out}"
         assert process.running()
+    subprocess.run(["ros2", "daemon", "stop"], capture_output=True, timeout=60, env=env)
 
 
 def test_simulate_steps_can_be_canceled_between_two_steps(running, si):
