@@ -8,7 +8,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 from binpick_sim.nodes.clients.robot_client import RosRobotFrontend
 from binpick_sim.nodes.process.spawn import SimProcess

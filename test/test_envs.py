@@ -1,6 +1,5 @@
 """The Gymnasium envs: registered, pass the env checker, and behave the same on both backends."""
 import warnings
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np

@@ -1,6 +1,5 @@
 """Survives its users' mistakes: garbage in bursts, resets under load, bad scene files, signals, and
 long runs; and repeats itself exactly in lock-step."""
-import copy
 import signal
 import subprocess
 import sys

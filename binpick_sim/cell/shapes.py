@@ -8,6 +8,7 @@ picker sees the same object either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +67,11 @@ def visual_pose(client, body: int) -> tuple[tuple, tuple]:
 def shape_vertices(shape) -> np.ndarray:
     """Vertices of a body's first visual shape (a row of getVisualShapeData)."""
     return Geometry.from_visual_shape(shape).vertices()
+
+
+@lru_cache(maxsize=64)
+def cached_vertices(geometry: Geometry) -> np.ndarray:
+    """`geometry.vertices()`, computed once per geometry (a mesh file is read once) and shared, so read-only."""
+    vertices = geometry.vertices()
+    vertices.flags.writeable = False
+    return vertices

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import Config, save_config
 from ..picking.policy import ObjectView
-from ..cell.shapes import Geometry
+from ..cell.shapes import Geometry, cached_vertices
 from ..cell.sim import BinPickingSim
 from ..picking.task import PickTask
 
@@ -123,7 +123,6 @@ class RosBackend:
         self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
         self.Float64MultiArray, self.codes = Float64MultiArray, {name: i for i, name in enumerate(STEP_COMMANDS)}
         self.request = 0
-        self.vertices: dict[tuple, np.ndarray] = {}  # scaled meshes by (file, scale): they never change
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
             s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
             self.TIMEOUT, f"the sim process in {self.namespace}")
@@ -182,10 +181,8 @@ class RosBackend:
         return self._parsed[1]
 
     def _object(self, name: str, position, orientation, kind: str, size, mesh: str) -> ObjectView:
-        geometry = Geometry(kind, tuple(size), mesh)
-        if geometry not in self.vertices:  # as BinPickingSim.object_views computes them
-            self.vertices[geometry] = geometry.vertices()
-        return ObjectView(name, np.array(position), np.array(orientation), self.vertices[geometry])
+        vertices = cached_vertices(Geometry(kind, tuple(size), mesh))  # as BinPickingSim.object_views has them
+        return ObjectView(name, np.array(position), np.array(orientation), vertices)
 
     def _set_world_parameters(self, parameters) -> None:
         from rclpy.parameter_client import AsyncParameterClient

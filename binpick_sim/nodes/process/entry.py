@@ -19,7 +19,7 @@ def main() -> int:
         stop_interrupted()
 
 
-def stop_interrupted() -> None:
+def stop_interrupted() -> int:  # never returns
     """One line, exit 130, at once: whatever was half built (a DDS participant, an executor that never
     spun, a PyBullet client) is left to the OS, since tearing it down can block a process being stopped."""
     print(INTERRUPTED, file=sys.stderr, flush=True)

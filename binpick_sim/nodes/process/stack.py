@@ -200,25 +200,20 @@ def main(argv: list[str] | None = None) -> int:
         if not stack.world.exit_with_parent:
             watching.clear()
     except KeyboardInterrupt:
-        return _interrupted(context)
+        return stop_interrupted()
     except (ConfigError, ParameterException, ValueError) as exc:
         if not context.ok():
-            return _interrupted(context)
+            return stop_interrupted()
         print(f"binpick_sim: cannot start: {exc}", file=sys.stderr)
         rclpy.try_shutdown(context=context)
         return 2
     except Exception:
         if not context.ok():  # Ctrl-C shut the context down under a node being built
-            return _interrupted(context)
+            return stop_interrupted()
         raise
     stack.spin()
     rclpy.try_shutdown(context=context)
     return 0
-
-
-def _interrupted(context: Context) -> int:
-    stop_interrupted()
-    return 130  # not reached
 
 
 if __name__ == "__main__":
