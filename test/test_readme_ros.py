@@ -308,8 +308,12 @@ def test_every_ros2_line_of_the_readme_is_checked():
 
 def wait_for_the_cli_to_see(topic: str, cwd: Path, timeout: float = 60) -> None:
     """The second terminal comes after the stack is up and the `ros2` daemon is warm: its first call
-    starts the daemon, which then needs a moment to discover the stack (the README says so). Wait until
-    `ros2 topic echo` can take a message of `topic`, as a user would see it work."""
+    starts the daemon, which then needs a moment to discover the stack (the README says so). Start the
+    daemon, then wait until `ros2 topic echo` can take a message of `topic` through it, as a user would
+    see it work. (An echo that starts the daemon itself answers through a node of its own, so its
+    success says nothing of the daemon's discovery, and the next line, served by the daemon, can fail.)"""
+    subprocess.run(["bash", "-c", "ros2 daemon start"], cwd=cwd, env=ros_env.shell_env(), capture_output=True,
+                   text=True, timeout=60, check=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         echoed = subprocess.run(["bash", "-c", f"ros2 topic echo {topic} --once"], cwd=cwd,

@@ -20,6 +20,7 @@ import time
 import rclpy
 from rclpy.context import Context
 from rclpy.exceptions import ParameterException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, ShutdownException,
                              SingleThreadedExecutor)
 from rclpy.node import Node
@@ -129,6 +130,12 @@ class SimStack:
             try:
                 executor.spin_once(timeout_sec=SPIN_PERIOD)
             except (ExternalShutdownException, ShutdownException):
+                return
+            except _rclpy.RCLError:
+                # Ctrl-C shuts the context down from the signal handler, between the ok() above and
+                # the wait set that spin_once builds; only an error while still serving is one.
+                if self._serving and self.context.ok():
+                    raise
                 return
 
     def close(self) -> None:
