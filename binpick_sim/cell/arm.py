@@ -351,6 +351,10 @@ class FrankaArm:
         return by_link[left] & by_link[right]
 
     def shake(self) -> None:
-        """Move up a little and back down, so that a loose grasp loses its object."""
-        for dz in (SHAKE_HEIGHT, -SHAKE_HEIGHT):
-            self.move_to(self.delta_targets([0, 0, dz, 0, 0]))
+        """Move up a little and back down to where it started, so that a loose grasp loses its object.
+
+        Not a delta action: the pick bin's workspace does not apply (a shake above the drop bin stays
+        above it), only the arm's reach; the gripper keeps its yaw and its state."""
+        start, yaw = self.ee_pose()[0], self.ee_yaw()
+        for target in (start + [0.0, 0.0, SHAKE_HEIGHT], start):
+            self.move_to(self.ik(self.solver.bound(target), yaw))  # the fingers keep their targets
