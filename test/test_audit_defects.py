@@ -61,3 +61,27 @@ def test_gripper_open_follows_the_finger_command(env_id):
         assert env.reset()[0]["gripper_open"] == 1
     finally:
         env.close()
+
+
+# --- 6: a zero delta action holds the arm ---------------------------------------------------------
+def test_zero_delta_actions_hold_the_arm_after_reset():
+    env = state_env("binpick_sim/FrankaDelta-v0")
+    try:
+        observation, _ = env.reset(seed=2)
+        start = observation["ee_position"].astype(float)
+        for _ in range(5):
+            observation, *_ = env.step(np.zeros(5, np.float32))
+        assert np.linalg.norm(observation["ee_position"] - start) < 0.002
+    finally:
+        env.close()
+
+
+def test_a_delta_from_outside_the_workspace_is_clipped_only_where_it_moves_further_out(sim):
+    arm = sim.arm
+    start = arm.ee_pose()[0]  # home lies outside the pick bin's x-y box
+    lower, upper = arm.workspace_bounds()
+    local = sim.scene.pick_bin.to_local(start)
+    assert not np.all((local[:2] >= lower[:2]) & (local[:2] <= upper[:2]))
+    arm.apply_delta([0, 0, 0.02, 0, 0])  # straight up: the workspace does not pull it sideways
+    assert np.linalg.norm(arm.ee_pose()[0] - start - [0, 0, 0.02]) < 0.003
+    assert not arm.delta_clipped

@@ -240,7 +240,8 @@ class FrankaArm:
         """Joint targets for the seed's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
 
         The new grasp-target position is the current one plus the delta, clipped to the workspace when
-        configured; the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
+        configured (only the commanded motion: a zero delta holds the arm even outside the workspace);
+        the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
         arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
         """
         delta = np.asarray(delta, dtype=float)
@@ -248,7 +249,7 @@ class FrankaArm:
         asked = position + delta[:3]
         target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
-            target = self.clip_to_workspace(target)
+            target = self.clip_to_workspace(target, position)
         target = self.solver.bound(target)
         self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
         yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
@@ -279,8 +280,15 @@ class FrankaArm:
                                       np.array([upper[0] - m, upper[1] - m, np.inf]))
         return tuple(bound.copy() for bound in self._workspace_bounds)
 
-    def clip_to_workspace(self, point) -> np.ndarray:
+    def clip_to_workspace(self, point, start=None) -> np.ndarray:
+        """`point` clipped to the workspace. With `start` (where a motion to `point` begins) only the
+        commanded motion is clipped: per axis, the bounds widen to include `start`, so a motion from
+        outside the workspace may go back toward it or hold still, never further out (a zero delta
+        holds the arm wherever it is, e.g. at home, which lies outside the pick bin)."""
         lower, upper = self.workspace_bounds()
+        if start is not None:
+            here = self.workspace.to_local(start)
+            lower, upper = np.minimum(lower, here), np.maximum(upper, here)
         local = np.clip(self.workspace.to_local(point), lower, upper)
         return self.workspace.to_world(local)
 
