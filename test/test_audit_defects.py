@@ -85,3 +85,23 @@ def test_a_delta_from_outside_the_workspace_is_clipped_only_where_it_moves_furth
     arm.apply_delta([0, 0, 0.02, 0, 0])  # straight up: the workspace does not pull it sideways
     assert np.linalg.norm(arm.ee_pose()[0] - start - [0, 0, 0.02]) < 0.003
     assert not arm.delta_clipped
+
+
+# --- 7: no sensor warnings when the finger sensors are off ------------------------------------------
+def test_finger_sensors_off_start_without_pybullet_warnings(config, capfd):
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    quiet = dataclasses.replace(config, arm=dataclasses.replace(config.arm, finger_force_sensors=False))
+    capfd.readouterr()
+    sim = BinPickingSim(quiet)
+    try:
+        sim.reset(seed=0)
+        sim.arm.reset()
+        sim.world.step(5)
+        assert not sim.arm.apply_velocity(np.zeros(9))  # no readings without sensors
+    finally:
+        sim.close()
+    out, err = capfd.readouterr()
+    assert "SENSOR" not in out + err and "warning" not in (out + err).lower()
