@@ -105,3 +105,40 @@ def test_finger_sensors_off_start_without_pybullet_warnings(config, capfd):
         sim.close()
     out, err = capfd.readouterr()
     assert "SENSOR" not in out + err and "warning" not in (out + err).lower()
+
+
+# --- 8, 9, 10: the robot interface --------------------------------------------------------------
+@pytest.fixture
+def backend(sim):
+    """A robot backend whose physics steps the test takes itself (the loop is never started: its calls
+    run at once), so a race can be staged exactly."""
+    from binpick_sim.cell.loop import PhysicsLoop
+    from binpick_sim.control.robot_interface import RobotBackend
+
+    return RobotBackend(sim.arm, PhysicsLoop(sim.world, lockstep=True), max_action_repetitions=1)
+
+
+def test_the_robot_interface_error_is_latched_even_against_an_append_racing_the_step(sim, backend):
+    """An append that lands while a step decides the error (between its lock and the error) must not
+    be applied, nor bring the status back to "no error"."""
+    from binpick_sim.control.robot_interface import BACKEND_ERROR, Action
+
+    backend.append(Action())
+    sim.world.step(2)  # t 0: the action; t 1: repeated once (allowed)
+    raced = []
+    checks = backend.safety_checks
+
+    def racing(action, observation):
+        try:
+            raced.append(backend.append(Action.make(torque=[5.0] + [0.0] * 8)))
+        except RuntimeError:
+            raced.append(None)
+        backend.safety_checks = checks
+        return checks(action, observation)
+    backend.safety_checks = racing
+    sim.world.step(5)
+    statuses = [backend.status.get(t) for t in range(2, 7)]
+    assert all(s.error_status == BACKEND_ERROR for s in statuses), statuses
+    assert all(np.all(backend.applied.get(t).torque == 0) for t in range(2, 7))
+    with pytest.raises(RuntimeError, match="in error"):
+        backend.append(Action())

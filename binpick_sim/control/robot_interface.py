@@ -14,6 +14,7 @@ position targets to one joint range past the limits by the safety checks, so no 
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -182,22 +183,29 @@ class RobotBackend:
         self.loop.lockstep = False  # the world waited for the first action; now it runs
 
     def step(self) -> None:
-        """Before a physics step: action t in, observation t out (taken before the action acts)."""
+        """Before a physics step: action t in, observation t out (taken before the action acts).
+
+        The error is decided and latched under the lock that claims t: an append racing this step
+        either lands before it (and counts as t's action) or finds the error and is refused. Once in
+        error, every later step reports the error and pushes nothing, whatever was queued before."""
         with self.lock:  # claim index t and its action together, or an append racing us could be lost
             t = self.next_t
             action = self.pending.pop(t, None)
             self.next_t = t + 1
-        repetitions = 0
-        if action is None:
-            action = self.desired.get(t - 1) if t > 0 else Action()
-            previous = self.status.get(t - 1) if t > 0 else Status()
-            repetitions = previous.action_repetitions + 1
+            repetitions = 0
+            if action is None or self.error is not None:
+                action = self.desired.get(t - 1) if t > 0 else Action()
+                previous = self.status.get(t - 1) if t > 0 else Status()
+                repetitions = previous.action_repetitions + 1
+            if self.error is None and self.max_action_repetitions and repetitions > self.max_action_repetitions:
+                self.error = Status(repetitions, BACKEND_ERROR, f"no new action for {repetitions} steps "
+                                    f"(max_action_repetitions is {self.max_action_repetitions})")
+            error = self.error
         observation = self._observe()
         applied = self.safety_checks(action, observation)
         status = Status(repetitions)
-        if self.max_action_repetitions and repetitions > self.max_action_repetitions:
-            status = self.error = Status(repetitions, BACKEND_ERROR, f"no new action for {repetitions} steps "
-                                         f"(max_action_repetitions is {self.max_action_repetitions})")
+        if error is not None:
+            status = dataclasses.replace(error, action_repetitions=repetitions)
             applied = Action(torque=np.zeros(N))  # stop pushing; joints coast
         c, arm = self.world.client, self.arm
         sent = applied.torque + (arm.gravity_torques(observation.position) if self.gravity_compensation else 0.0)
