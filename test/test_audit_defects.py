@@ -142,3 +142,39 @@ def test_the_robot_interface_error_is_latched_even_against_an_append_racing_the_
     assert all(np.all(backend.applied.get(t).torque == 0) for t in range(2, 7))
     with pytest.raises(RuntimeError, match="in error"):
         backend.append(Action())
+
+
+def test_joint_effort_reports_the_torque_a_controller_applies(sim):
+    from binpick_sim.control.controllers import JointTorqueController
+
+    c = JointTorqueController(sim.arm)
+    c.engage()
+    efforts = []
+    for goal in ([0.0] * 7, [0.5, -0.5, 0.2, 0, 0, 0, 0.3]):
+        c.set_goal(goal)
+        sim.world.step(1)
+        effort = sim.arm.joint_states()[2][:7]
+        assert effort == pytest.approx(c.torques, abs=1e-9)  # what was sent during that step
+        efforts.append(effort)
+    assert abs(efforts[1][0] - efforts[0][0]) > 10.0  # 0.5 of joint 1's 87 N m moved it
+
+
+def test_the_robot_interface_observes_and_reports_the_torque_really_applied(sim, backend):
+    """Applied = what acts on top of gravity compensation: with the sum clipped to the effort limits,
+    the applied torque is the clipped sum less the compensation, and the next observation sees the sum."""
+    from binpick_sim.control.robot_interface import Action
+
+    limits = backend.torque_limits
+    t = None
+    for sign in (1.0, -1.0):
+        t = backend.append(Action.make(torque=sign * limits))
+        sim.world.step(2)
+        observed = backend.observations.get(t).position
+        gravity = sim.arm.gravity_torques(observed)
+        applied = backend.applied.get(t).torque
+        sent = backend.observations.get(t + 1).torque  # effort during step t
+        assert np.all(np.abs(sent) <= limits + 1e-9)
+        assert applied == pytest.approx(sent - gravity, abs=1e-6)
+        pushed_with_gravity = np.sign(gravity[3]) == sign  # joint 4 (19 N m of compensation at home)
+        assert (abs(applied[3]) < limits[3] - 10.0) == pushed_with_gravity
+    assert backend.observations.get(t + 1).torque[1] < 0 < backend.observations.get(t - 1).torque[1]

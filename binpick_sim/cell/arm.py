@@ -80,6 +80,8 @@ class FrankaArm:
                               self.home, self.grasp_link, self.joints,
                               rounds=config.ik_rounds, iterations=config.ik_iterations)
         self.controller: Callable[[], None] | None = None
+        # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
+        self.torque_commands = np.full(len(self.joints), np.nan)
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
         world.add_step_hooks(before=self._run_controller)
         self.reset()
@@ -157,9 +159,13 @@ class FrankaArm:
         self.set_position_targets(self.home)
 
     def joint_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints."""
+        """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints.
+
+        The effort of a torque-controlled joint is the torque sent for the last step (PyBullet reports
+        only its motors' torques: under torque control its figure is the last motor's, frozen)."""
         states = self.world.client.getJointStates(self.body, self.joints)
-        return tuple(np.array([s[k] for s in states]) for k in (0, 1, 3))
+        position, velocity, effort = (np.array([s[k] for s in states]) for k in (0, 1, 3))
+        return position, velocity, np.where(np.isnan(self.torque_commands), effort, self.torque_commands)
 
     def gravity_torques(self, positions) -> np.ndarray:
         """Torques [Nm | N] that hold the 9 joints still at `positions` (inverse dynamics at rest)."""
@@ -188,6 +194,21 @@ class FrankaArm:
         so the magnitude is the reading that means the same thing.)
         """
         return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
+
+    # --- torque control (no stepping) ---------------------------------------------------------
+    def release_motors(self, count: int = len(JOINT_NAMES)) -> None:
+        """Switch the first `count` joints' motors off (zero-force velocity motors) for torque control."""
+        c = self.world.client
+        c.setJointMotorControlArray(self.body, self.joints[:count], c.VELOCITY_CONTROL, forces=[0.0] * count)
+        self.torque_commands[:count] = 0.0
+
+    def command_torques(self, torques) -> None:
+        """Torques [Nm | N] for the first len(torques) joints during the next step, used as given (clip
+        them first; release the motors first). Recorded: `joint_states` reports them as the effort."""
+        torques = np.asarray(torques, dtype=float)
+        c = self.world.client
+        c.setJointMotorControlArray(self.body, self.joints[:len(torques)], c.TORQUE_CONTROL, forces=torques.tolist())
+        self.torque_commands[:len(torques)] = torques
 
     # --- motor targets (no stepping) ----------------------------------------------------------
     def set_position_targets(self, q) -> np.ndarray:
@@ -220,6 +241,7 @@ class FrankaArm:
                       maxVelocity=max_velocities[i])
             else:
                 motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
+        self.torque_commands[:] = np.nan
         self.position_targets = np.array(positions, dtype=float)
         self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 

@@ -176,8 +176,8 @@ class RobotBackend:
 
     # --- the physics thread -------------------------------------------------------------------
     def _start(self) -> None:
-        c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints, c.VELOCITY_CONTROL, forces=[0.0] * N)  # torque control
+        arm = self.arm
+        arm.release_motors()  # torque control
         self.start_time = self.world.time
         arm.set_controller(self.step)
         self.loop.lockstep = False  # the world waited for the first action; now it runs
@@ -207,10 +207,11 @@ class RobotBackend:
         if error is not None:
             status = dataclasses.replace(error, action_repetitions=repetitions)
             applied = Action(torque=np.zeros(N))  # stop pushing; joints coast
-        c, arm = self.world.client, self.arm
-        sent = applied.torque + (arm.gravity_torques(observation.position) if self.gravity_compensation else 0.0)
-        c.setJointMotorControlArray(arm.body, arm.joints, c.TORQUE_CONTROL,
-                                    forces=np.clip(sent, -self.torque_limits, self.torque_limits).tolist())
+        # The limits bound what the joints get, compensation included; applied is what acts beyond it.
+        gravity = self.arm.gravity_torques(observation.position) if self.gravity_compensation else np.zeros(N)
+        sent = np.clip(applied.torque + gravity, -self.torque_limits, self.torque_limits)
+        self.arm.command_torques(sent)
+        applied = dataclasses.replace(applied, torque=sent - gravity)
         self.desired.append(t, action)
         self.applied.append(t, applied)
         self.status.append(t, status)

@@ -144,19 +144,17 @@ class Controller:
 
     def engage(self) -> None:
         """Switch the arm joints' motors off (torque control) and run this controller every step."""
-        c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints[:7], c.VELOCITY_CONTROL, forces=[0.0] * 7)
+        self.arm.release_motors(7)
         self.state = self.read_state()
         self.reset_goal()
-        arm.set_controller(self.step)
+        self.arm.set_controller(self.step)
 
     def step(self) -> None:
         """One physics step of control: read the arm, compute, compensate, clip, apply."""
         self.state = self.read_state()
         # nan_to_num: an overflow in the dynamics (huge gains) sends the limit torque, never NaN, to PyBullet
         self.torques = self.clip_torques(np.nan_to_num(self.run_controller() + self.torque_compensation))
-        c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints[:7], c.TORQUE_CONTROL, forces=self.torques.tolist())
+        self.arm.command_torques(self.torques)
 
 
 class LinearInterpolator:
