@@ -18,9 +18,11 @@ from .cell.world import connect
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 ROBOT_NAME = "panda"
+GROUND = "ground"
 CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
 STABLE_SECONDS = 2.0  # seed: simulate 2 s...
 STABLE_DECIMALS = 3  # ...and compare positions rounded to 1 mm
+SUPPORT_HEIGHT = 0.001  # m the upper base must be above the lower (equal within settling noise is not above)
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)  # xyzw: the gripper pointing at the floor
 
 
@@ -113,18 +115,21 @@ class Reasoner:
         return pairs
 
     def supporting(self) -> list[tuple[str, str]]:
-        """Seed: (a, b) where b is above a and they touch; the robot supports nothing."""
+        """Seed: (a, b) where b is above a and they touch: b's base more than SUPPORT_HEIGHT higher
+        than a's (bodies side by side support nothing). The robot supports nothing; the ground is
+        below everything (a plane: its base height says nothing), so it supports and is never supported."""
         c = self.sim.world.client
         bodies = self.bodies()
 
         def height(name):
-            return c.getBasePositionAndOrientation(bodies[name][0])[0][2]
+            return -np.inf if name == GROUND else c.getBasePositionAndOrientation(bodies[name][0])[0][2]
         found = []
         for a, b in self.contacts():
             if ROBOT_NAME in (a, b):
                 continue
             lower, upper = (a, b) if height(a) < height(b) else (b, a)
-            found.append((lower, upper))
+            if height(upper) - height(lower) > SUPPORT_HEIGHT:
+                found.append((lower, upper))
         return found
 
     def visibility(self, view: CameraView, width: int, height: int,

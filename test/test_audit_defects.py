@@ -1,5 +1,8 @@
 """The defects an outside audit of the seeds found (issue 13, items 4-14): each test failed before its fix."""
+from pathlib import Path
+
 import numpy as np
+import pybullet_data
 import pytest
 
 
@@ -178,3 +181,38 @@ def test_the_robot_interface_observes_and_reports_the_torque_really_applied(sim,
         pushed_with_gravity = np.sign(gravity[3]) == sign  # joint 4 (19 N m of compensation at home)
         assert (abs(applied[3]) < limits[3] - 10.0) == pushed_with_gravity
     assert backend.observations.get(t + 1).torque[1] < 0 < backend.observations.get(t - 1).torque[1]
+
+
+# --- 12: supporting needs the upper strictly higher; the ground supports, never is supported --------
+CUBE = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a 5 cm cube
+
+
+def add_object(sim, urdf, position, scale=1.0, orientation=(0, 0, 0, 1)):
+    """A body the scene counts as one of its objects (so the queries see it by name)."""
+    from binpick_sim.cell.scene import SceneObject
+
+    body = sim.world.client.loadURDF(str(urdf), list(position), list(orientation), globalScaling=scale)
+    obj = SceneObject(100 + len(sim.scene.objects), body, Path(urdf), scale)
+    sim.scene.objects.append(obj)
+    return obj
+
+
+@pytest.fixture
+def reasoner(sim):
+    from binpick_sim.reasoning import Reasoner
+
+    for obj in list(sim.scene.objects):
+        sim.scene.remove_object(obj.name)
+    reasoner = Reasoner(sim)
+    yield reasoner
+    reasoner.close()
+
+
+def test_side_by_side_objects_do_not_support_each_other_and_nothing_supports_the_ground(sim, reasoner):
+    left = add_object(sim, CUBE, [0.3, 0.6, 0.02], 0.8)
+    right = add_object(sim, CUBE, [0.34, 0.6, 0.02], 0.8)  # touching, bases at the same height
+    assert (left.name, right.name) in reasoner.contacts()
+    support = reasoner.supporting()
+    assert not [pair for pair in support if {left.name, right.name} == set(pair)]
+    assert not [pair for pair in support if pair[1] == "ground"], support
+    assert ("ground", left.name) in support and ("ground", "pick_bin") in support
