@@ -79,8 +79,7 @@ class Reasoner:
             copy.removeBody(body)
         self.copy_objects = {}
         for obj in self.sim.scene.objects:
-            position, orientation = live.getBasePositionAndOrientation(obj.body)
-            body = copy.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
+            body = self._load_at(copy, obj)
             copy.changeDynamics(body, -1, mass=live.getDynamicsInfo(obj.body, -1)[0])
             copy.resetBaseVelocity(body, *live.getBaseVelocity(obj.body))
             self.copy_objects[obj.name] = body
@@ -146,8 +145,7 @@ class Reasoner:
         answers = {}
         for name in names:
             obj = self.sim.scene.object_named(name)
-            position, orientation = self.sim.world.client.getBasePositionAndOrientation(obj.body)
-            alone_body = self.solo.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
+            alone_body = self._load_at(self.solo, obj)
             try:
                 alone = self._segmentation(self.solo, width, height, view_matrix, projection) == alone_body
             finally:
@@ -192,6 +190,15 @@ class Reasoner:
         return answers
 
     # --- helpers ------------------------------------------------------------------------------
+    def _load_at(self, client, obj) -> int:
+        """`obj` loaded into another world where it is in the live one. PyBullet's base pose is the
+        centre of mass's, while loadURDF places the link frame: loading at the base pose would put a
+        body with an inertial offset (pybullet_data's duck: 2 cm) that far off; resetting the base
+        pose after loading puts the centre of mass where it is live."""
+        body = client.loadURDF(str(obj.urdf), globalScaling=obj.scale)
+        client.resetBasePositionAndOrientation(body, *self.sim.world.client.getBasePositionAndOrientation(obj.body))
+        return body
+
     def object_position(self, name: str) -> np.ndarray:
         return self.sim.scene.object_position(self.sim.scene.object_named(name))
 

@@ -216,3 +216,21 @@ def test_side_by_side_objects_do_not_support_each_other_and_nothing_supports_the
     assert not [pair for pair in support if {left.name, right.name} == set(pair)]
     assert not [pair for pair in support if pair[1] == "ground"], support
     assert ("ground", left.name) in support and ("ground", "pick_bin") in support
+
+
+# --- 13: bodies whose centre of mass is off their link frame are copied where they are -------------
+DUCK = Path(pybullet_data.getDataPath()) / "duck_vhacd.urdf"  # inertial origin 2 cm off its link frame
+
+
+def test_a_resting_duck_is_stable_and_fully_visible_alone(sim, reasoner):
+    from scipy.spatial.transform import Rotation
+
+    from binpick_sim.reasoning import CameraView
+
+    duck = add_object(sim, DUCK, [0.3, 0.6, 0.03], orientation=sim.world.client.getQuaternionFromEuler([1.5708, 0, 0]))
+    sim.world.step(round(2.0 / sim.world.timestep))  # settled on the ground
+    assert reasoner.stable()[duck.name]
+    position = np.array(sim.world.client.getBasePositionAndOrientation(duck.body)[0])
+    above = CameraView(position + [0, 0, 0.4], Rotation.from_euler("x", np.pi).as_matrix())
+    seen = reasoner.visibility(above, 64, 48, [duck.name])[duck.name]
+    assert seen["pixels"] > 20 and seen["ratio"] > 0.99 and not seen["occluded_by"]
