@@ -73,7 +73,8 @@ class Reasoner:
 
     # --- the copy -----------------------------------------------------------------------------
     def mirror(self) -> None:
-        """Make the copy match the live world: object poses and velocities, arm joints and motors."""
+        """Make the copy match the live world: object poses and velocities, arm joints and motors
+        (torque-controlled joints held where they are)."""
         live, copy = self.sim.world.client, self.copy.world.client
         for body in self.copy_objects.values():
             copy.removeBody(body)
@@ -84,9 +85,15 @@ class Reasoner:
             copy.resetBaseVelocity(body, *live.getBaseVelocity(obj.body))
             self.copy_objects[obj.name] = body
         arm, twin = self.sim.arm, self.copy.arm
+        positions = []
         for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
             copy.resetJointState(twin.body, joint, position, velocity)
-        twin.command_motors(arm.position_targets, arm.velocity_targets)
+            positions.append(position)
+        # Joints a torque controller (or the robot interface) drives have stale motor targets: the copy
+        # holds them where they are, as a controller does that is not told to move (it is not copied).
+        torqued = ~np.isnan(arm.torque_commands)
+        twin.command_motors(np.where(torqued, positions, arm.position_targets),
+                            np.where(torqued, np.nan, arm.velocity_targets))
 
     # --- the queries --------------------------------------------------------------------------
     def stable(self, names: list[str] | None = None) -> dict[str, bool]:

@@ -234,3 +234,22 @@ def test_a_resting_duck_is_stable_and_fully_visible_alone(sim, reasoner):
     above = CameraView(position + [0, 0, 0.4], Rotation.from_euler("x", np.pi).as_matrix())
     seen = reasoner.visibility(above, 64, 48, [duck.name])[duck.name]
     assert seen["pixels"] > 20 and seen["ratio"] > 0.99 and not seen["occluded_by"]
+
+
+# --- 11: the reasoning copy follows the running torque controller, not stale motor targets ----------
+def test_stable_while_a_torque_controller_holds_the_arm_above_a_box(sim, reasoner):
+    """The motors' last targets put the closed fingers into the box; the controller that took over
+    holds them 10 cm above it. The copy must hold the arm where it is, as the controller does."""
+    from binpick_sim.control.controllers import JointPositionController
+
+    arm, spot = sim.arm, np.array([0.45, 0.4, 0.0])
+    arm.set_gripper(False)
+    move_grasp_target_to(sim, spot + [0, 0, 0.03])  # the motors' targets: fingertips at the box's middle
+    controller = JointPositionController(arm)
+    controller.engage()
+    controller.set_goal(np.zeros(7), set_qpos=arm.ik(spot + [0, 0, 0.15], arm.ee_yaw())[:7])
+    sim.world.step(round(1.5 / sim.world.timestep))
+    box = add_object(sim, CUBE, spot + [0, 0, 0.02], 0.8)
+    sim.world.step(round(0.5 / sim.world.timestep))
+    assert arm.ee_pose()[0][2] > 0.12 and not [p for p in arm.contacts() if p[2] != arm.body]
+    assert reasoner.stable()[box.name]
