@@ -253,3 +253,80 @@ def test_stable_while_a_torque_controller_holds_the_arm_above_a_box(sim, reasone
     sim.world.step(round(0.5 / sim.world.timestep))
     assert arm.ee_pose()[0][2] > 0.12 and not [p for p in arm.contacts() if p[2] != arm.body]
     assert reasoner.stable()[box.name]
+
+
+# --- 14: the controllers -------------------------------------------------------------------------
+def test_osc_nullspace_pulls_toward_the_posture_at_engagement(sim):
+    from binpick_sim.control.controllers import OperationalSpaceController
+
+    arm = sim.arm
+    c = OperationalSpaceController(arm)  # made at home
+    arm.move_to(arm.home + [0.4, 0, 0, 0, 0.3, 0, 0, 0, 0])  # another posture before engaging
+    engaged_at = arm.joint_states()[0][:7]
+    c.engage()
+    assert c.initial_joints == pytest.approx(engaged_at)
+    c.set_goal(np.zeros(6))
+    sim.world.step(round(1.0 / sim.world.timestep))
+    assert np.abs(arm.joint_states()[0][:7] - engaged_at).max() < 0.02  # not pulled back toward home
+
+
+@pytest.mark.parametrize("mode, control_ori, size", [("fixed", True, 6), ("variable", True, 18),
+                                                     ("variable_kp", True, 12), ("variable", False, 15),
+                                                     ("variable_kp", False, 9)])
+def test_osc_control_limits_have_one_pair_per_action_value(sim, mode, control_ori, size):
+    from binpick_sim.control.controllers import OperationalSpaceController
+
+    c = OperationalSpaceController(sim.arm, impedance_mode=mode, control_ori=control_ori, kp_limits=(1.0, 250.0))
+    low, high = c.control_limits
+    assert c.control_dim == size and low.shape == high.shape == (size,)
+    if mode == "variable":
+        assert high[:6] == pytest.approx([100.0] * 6) and high[6:12] == pytest.approx([250.0] * 6)
+    if mode == "variable_kp":
+        assert low[:6] == pytest.approx([1.0] * 6) and high[:6] == pytest.approx([250.0] * 6)
+    assert high[-c.pose_dim:] == pytest.approx([1.0] * c.pose_dim)
+
+
+def test_osc_interpolates_the_orientation_too(sim):
+    from scipy.spatial.transform import Rotation
+
+    from binpick_sim.control.controllers import OperationalSpaceController
+
+    c = OperationalSpaceController(sim.arm, interpolation="linear", policy_freq=50.0)  # 20 steps per goal
+    c.engage()
+    start = Rotation.from_matrix(c.state.ee_rotation)
+    c.set_goal([0, 0, 0, 0, 0, 1.0])  # 0.5 rad about z
+    sim.world.step(5)
+    partway = Rotation.from_matrix(c.orientation_interpolator.value) * start.inv()
+    assert partway.as_rotvec() == pytest.approx([0, 0, 0.5 * 5 / c.interpolation_steps], abs=1e-6)
+    sim.world.step(round(1.5 / sim.world.timestep))
+    reached = Rotation.from_matrix(c.state.ee_rotation) * start.inv()
+    assert reached.as_rotvec() == pytest.approx([0, 0, 0.5], abs=0.03)
+
+
+def test_joint_torque_controller_clips_goals_to_its_torque_limits(sim):
+    from binpick_sim.control.controllers import JointTorqueController, make_controller
+
+    c = JointTorqueController(sim.arm, torque_limits=[[-5.0] * 7, [5.0] * 7])
+    c.set_goal([1.0, -1.0, 0.01, 0, 0, 0, 0])
+    assert c.goal == pytest.approx([5.0, -5.0, 0.87, 0, 0, 0, 0]) and c.clipped
+    scalar = make_controller(sim.arm, "joint_torque", {"torque_limits": [-2.0, 3.0]})
+    scalar.set_goal([1.0] * 7)
+    assert scalar.goal == pytest.approx([3.0] * 7)
+    with pytest.raises(ValueError, match="torque_limits"):
+        JointTorqueController(sim.arm, torque_limits=[[5.0] * 7, [-5.0] * 7])
+
+
+@pytest.mark.parametrize("kind", ["joint_position", "joint_velocity", "joint_torque", "osc", "ik"])
+def test_set_goal_refuses_nan_and_keeps_the_goal(sim, kind):
+    from binpick_sim.control.controllers import make_controller
+
+    c = make_controller(sim.arm, kind)
+    c.engage()
+    before = {k: np.copy(v) for k, v in vars(c).items() if k.startswith("goal")}
+    for bad in (np.nan, np.inf):
+        action = np.zeros(c.control_dim)
+        action[0] = bad
+        with pytest.raises(ValueError, match="finite"):
+            c.set_goal(action)
+    after = {k: np.copy(v) for k, v in vars(c).items() if k.startswith("goal")}
+    assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
