@@ -4,6 +4,7 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 import pytest
+from test_reasoning import add_body, empty  # noqa: F401  (a fixture)
 
 
 def move_grasp_target_to(sim, point):
@@ -187,30 +188,14 @@ def test_the_robot_interface_observes_and_reports_the_torque_really_applied(sim,
 CUBE = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a 5 cm cube
 
 
-def add_object(sim, urdf, position, scale=1.0, orientation=(0, 0, 0, 1)):
-    """A body the scene counts as one of its objects (so the queries see it by name)."""
-    from binpick_sim.cell.scene import SceneObject
-
-    body = sim.world.client.loadURDF(str(urdf), list(position), list(orientation), globalScaling=scale)
-    obj = SceneObject(100 + len(sim.scene.objects), body, Path(urdf), scale)
-    sim.scene.objects.append(obj)
-    return obj
-
-
 @pytest.fixture
-def reasoner(sim):
-    from binpick_sim.reasoning import Reasoner
-
-    for obj in list(sim.scene.objects):
-        sim.scene.remove_object(obj.name)
-    reasoner = Reasoner(sim)
-    yield reasoner
-    reasoner.close()
+def reasoner(empty):
+    return empty[1]
 
 
 def test_side_by_side_objects_do_not_support_each_other_and_nothing_supports_the_ground(sim, reasoner):
-    left = add_object(sim, CUBE, [0.3, 0.6, 0.02], 0.8)
-    right = add_object(sim, CUBE, [0.34, 0.6, 0.02], 0.8)  # touching, bases at the same height
+    left = add_body(sim, CUBE, [0.3, 0.6, 0.02], 0.8)
+    right = add_body(sim, CUBE, [0.34, 0.6, 0.02], 0.8)  # touching, bases at the same height
     assert (left.name, right.name) in reasoner.contacts()
     support = reasoner.supporting()
     assert not [pair for pair in support if {left.name, right.name} == set(pair)]
@@ -227,7 +212,7 @@ def test_a_resting_duck_is_stable_and_fully_visible_alone(sim, reasoner):
 
     from binpick_sim.reasoning import CameraView
 
-    duck = add_object(sim, DUCK, [0.3, 0.6, 0.03], orientation=sim.world.client.getQuaternionFromEuler([1.5708, 0, 0]))
+    duck = add_body(sim, DUCK, [0.3, 0.6, 0.03], orientation=sim.world.client.getQuaternionFromEuler([1.5708, 0, 0]))
     sim.world.step(round(2.0 / sim.world.timestep))  # settled on the ground
     assert reasoner.stable()[duck.name]
     position = np.array(sim.world.client.getBasePositionAndOrientation(duck.body)[0])
@@ -249,7 +234,7 @@ def test_stable_while_a_torque_controller_holds_the_arm_above_a_box(sim, reasone
     controller.engage()
     controller.set_goal(np.zeros(7), set_qpos=arm.ik(spot + [0, 0, 0.15], arm.ee_yaw())[:7])
     sim.world.step(round(1.5 / sim.world.timestep))
-    box = add_object(sim, CUBE, spot + [0, 0, 0.02], 0.8)
+    box = add_body(sim, CUBE, spot + [0, 0, 0.02], 0.8)
     sim.world.step(round(0.5 / sim.world.timestep))
     assert arm.ee_pose()[0][2] > 0.12 and not [p for p in arm.contacts() if p[2] != arm.body]
     assert reasoner.stable()[box.name]

@@ -180,28 +180,6 @@ class Controller:
         self.arm.command_torques(self.torques)
 
 
-class OrientationInterpolator:
-    """Turns a goal rotation (3x3) from where it is to a new one in equal steps of angle, by spherical
-    linear interpolation (seed: the interpolator's orientation mode)."""
-
-    def __init__(self, start, steps: int):
-        self.value = np.asarray(start, dtype=float)
-        self.target = self.value.copy()
-        self.steps = max(1, int(steps))
-        self.left = 0
-
-    def set_goal(self, target) -> None:
-        self.target = np.asarray(target, dtype=float)
-        self.left = self.steps
-
-    def next(self) -> np.ndarray:
-        if self.left > 0:
-            turn = Slerp([0.0, 1.0], Rotation.from_matrix([self.value, self.target]))
-            self.value = turn(1.0 / self.left).as_matrix()
-            self.left -= 1
-        return self.value
-
-
 class LinearInterpolator:
     """Moves a goal from where it is to a new value in equal steps (seed: interpolator)."""
 
@@ -217,6 +195,18 @@ class LinearInterpolator:
 
     def next(self) -> np.ndarray:
         if self.left > 0:
-            self.value = self.value + (self.target - self.value) / self.left
+            self.value = self.towards(1.0 / self.left)
             self.left -= 1
         return self.value
+
+    def towards(self, fraction: float) -> np.ndarray:
+        """The value `fraction` of the way from the current value to the target."""
+        return self.value + (self.target - self.value) * fraction
+
+
+class OrientationInterpolator(LinearInterpolator):
+    """Turns a goal rotation (3x3) to a new one in equal steps of angle: spherical linear
+    interpolation (seed: the interpolator's orientation mode)."""
+
+    def towards(self, fraction: float) -> np.ndarray:
+        return Slerp([0.0, 1.0], Rotation.from_matrix([self.value, self.target]))(fraction).as_matrix()
