@@ -19,5 +19,5 @@ def make_controller(arm, kind: str, options: dict | None = None) -> Controller:
 
 
 __all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "Controller", "InverseKinematicsController", "JointPositionController",
-           "JointTorqueController", "JointVelocityController", "LinearInterpolator", "OperationalSpaceController", "OrientationInterpolator",
-           "make_controller"]
+           "JointTorqueController", "JointVelocityController", "LinearInterpolator", "OperationalSpaceController",
+           "OrientationInterpolator", "make_controller"]
