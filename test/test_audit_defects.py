@@ -315,3 +315,14 @@ def test_set_goal_refuses_nan_and_keeps_the_goal(sim, kind):
             c.set_goal(action)
     after = {k: np.copy(v) for k, v in vars(c).items() if k.startswith("goal")}
     assert before.keys() == after.keys() and all(np.array_equal(before[k], after[k]) for k in before)
+
+
+def test_the_copy_holds_the_joints_the_robot_interface_drives_where_they_are(sim, backend, reasoner):
+    from binpick_sim.control.robot_interface import Action
+
+    sim.arm.set_position_targets(sim.arm.home + [0.5, 0, 0, 0.3, 0, 0, 0, 0, 0])  # stale once the interface starts
+    backend.append(Action.make(torque=[3.0] + [0.0] * 8))
+    sim.world.step(50)
+    reasoner.mirror()
+    twin = reasoner.copy.arm
+    assert twin.position_targets == pytest.approx(sim.arm.joint_states()[0], abs=1e-12)
