@@ -18,9 +18,11 @@ from .cell.world import connect
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 ROBOT_NAME = "panda"
+GROUND = "ground"
 CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
 STABLE_SECONDS = 2.0  # seed: simulate 2 s...
 STABLE_DECIMALS = 3  # ...and compare positions rounded to 1 mm
+SUPPORT_HEIGHT = 0.001  # m the upper base must be above the lower (equal within settling noise is not above)
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)  # xyzw: the gripper pointing at the floor
 
 
@@ -71,21 +73,27 @@ class Reasoner:
 
     # --- the copy -----------------------------------------------------------------------------
     def mirror(self) -> None:
-        """Make the copy match the live world: object poses and velocities, arm joints and motors."""
+        """Make the copy match the live world: object poses and velocities, arm joints and motors
+        (torque-controlled joints held where they are)."""
         live, copy = self.sim.world.client, self.copy.world.client
         for body in self.copy_objects.values():
             copy.removeBody(body)
         self.copy_objects = {}
         for obj in self.sim.scene.objects:
-            position, orientation = live.getBasePositionAndOrientation(obj.body)
-            body = copy.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
+            body = self._load_at(copy, obj)
             copy.changeDynamics(body, -1, mass=live.getDynamicsInfo(obj.body, -1)[0])
             copy.resetBaseVelocity(body, *live.getBaseVelocity(obj.body))
             self.copy_objects[obj.name] = body
         arm, twin = self.sim.arm, self.copy.arm
+        positions = []
         for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
             copy.resetJointState(twin.body, joint, position, velocity)
-        twin.command_motors(arm.position_targets, arm.velocity_targets)
+            positions.append(position)
+        # Joints a torque controller (or the robot interface) drives have stale motor targets: the copy
+        # holds them where they are, as a controller does that is not told to move (it is not copied).
+        torqued = ~np.isnan(arm.torque_commands)
+        twin.command_motors(np.where(torqued, positions, arm.position_targets),
+                            np.where(torqued, np.nan, arm.velocity_targets))
 
     # --- the queries --------------------------------------------------------------------------
     def stable(self, names: list[str] | None = None) -> dict[str, bool]:
@@ -113,18 +121,21 @@ class Reasoner:
         return pairs
 
     def supporting(self) -> list[tuple[str, str]]:
-        """Seed: (a, b) where b is above a and they touch; the robot supports nothing."""
+        """Seed: (a, b) where b is above a and they touch: b's base more than SUPPORT_HEIGHT higher
+        than a's (bodies side by side support nothing). The robot supports nothing; the ground is
+        below everything (a plane: its base height says nothing), so it supports and is never supported."""
         c = self.sim.world.client
         bodies = self.bodies()
 
         def height(name):
-            return c.getBasePositionAndOrientation(bodies[name][0])[0][2]
+            return -np.inf if name == GROUND else c.getBasePositionAndOrientation(bodies[name][0])[0][2]
         found = []
         for a, b in self.contacts():
             if ROBOT_NAME in (a, b):
                 continue
             lower, upper = (a, b) if height(a) < height(b) else (b, a)
-            found.append((lower, upper))
+            if height(upper) - height(lower) > SUPPORT_HEIGHT:
+                found.append((lower, upper))
         return found
 
     def visibility(self, view: CameraView, width: int, height: int,
@@ -141,8 +152,7 @@ class Reasoner:
         answers = {}
         for name in names:
             obj = self.sim.scene.object_named(name)
-            position, orientation = self.sim.world.client.getBasePositionAndOrientation(obj.body)
-            alone_body = self.solo.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
+            alone_body = self._load_at(self.solo, obj)
             try:
                 alone = self._segmentation(self.solo, width, height, view_matrix, projection) == alone_body
             finally:
@@ -187,6 +197,15 @@ class Reasoner:
         return answers
 
     # --- helpers ------------------------------------------------------------------------------
+    def _load_at(self, client, obj) -> int:
+        """`obj` loaded into another world where it is in the live one. PyBullet's base pose is the
+        centre of mass's, while loadURDF places the link frame: loading at the base pose would put a
+        body with an inertial offset (pybullet_data's duck: 2 cm) that far off; resetting the base
+        pose after loading puts the centre of mass where it is live."""
+        body = client.loadURDF(str(obj.urdf), globalScaling=obj.scale)
+        client.resetBasePositionAndOrientation(body, *self.sim.world.client.getBasePositionAndOrientation(obj.body))
+        return body
+
     def object_position(self, name: str) -> np.ndarray:
         return self.sim.scene.object_position(self.sim.scene.object_named(name))
 

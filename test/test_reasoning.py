@@ -11,13 +11,17 @@ from binpick_sim.cell.scene import SceneObject
 CUBE = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a 5 cm cube
 
 
-def add_cube(sim, position, size=0.04, mass=0.05):
-    """A cube the scene counts as one of its objects (so the queries see it by name)."""
-    c = sim.world.client
-    body = c.loadURDF(str(CUBE), list(position), globalScaling=size / 0.05)
-    c.changeDynamics(body, -1, mass=mass)
-    obj = SceneObject(100 + len(sim.scene.objects), body, CUBE, size / 0.05)
+def add_body(sim, urdf, position, scale=1.0, orientation=(0, 0, 0, 1)):
+    """A body the scene counts as one of its objects (so the queries see it by name)."""
+    body = sim.world.client.loadURDF(str(urdf), list(position), list(orientation), globalScaling=scale)
+    obj = SceneObject(100 + len(sim.scene.objects), body, Path(urdf), scale)
     sim.scene.objects.append(obj)
+    return obj
+
+
+def add_cube(sim, position, size=0.04, mass=0.05):
+    obj = add_body(sim, CUBE, position, size / 0.05)
+    sim.world.client.changeDynamics(obj.body, -1, mass=mass)
     return obj
 
 

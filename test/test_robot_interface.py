@@ -80,7 +80,9 @@ def test_resulting_command_is_torque_plus_pd_with_defaults_for_nan_gains(robot):
                 - SAFETY_KD * observation.velocity)
     limit = robot.sim.arm.limits.effort.copy()
     limit[7:] = robot.sim.arm.config.finger_force
-    assert applied.torque == pytest.approx(np.clip(expected, -limit, limit), abs=1e-9)
+    expected = np.clip(expected, -limit, limit)
+    gravity = robot.sim.arm.gravity_torques(observation.position)  # the limits bound the sum with it
+    assert applied.torque == pytest.approx(np.clip(expected + gravity, -limit, limit) - gravity, abs=1e-9)
 
 
 def test_nan_position_switches_the_pd_off_for_that_joint(robot):
@@ -97,7 +99,8 @@ def test_safety_checks_limit_torque_and_damp_velocity(robot):
     f = robot.frontend
     t = f.append_desired_action(Action.make(torque=[1000.0, -1000.0, 0, 0, 0, 0, 500.0, 0, 0]))
     applied = f.get_applied_action(t)
-    assert applied.torque[0] == pytest.approx(87.0) and applied.torque[1] == pytest.approx(-87.0)
+    gravity = robot.sim.arm.gravity_torques(f.get_robot_observation(t).position)  # compensation counts too
+    assert applied.torque[0] == pytest.approx(87.0 - gravity[0]) and applied.torque[1] == pytest.approx(-87.0 - gravity[1])
     assert applied.torque[6] == pytest.approx(12.0)
     assert f.get_desired_action(t).torque[0] == 1000.0  # the desired one is kept as asked
     f.wait_until_timeindex(t + 30)

@@ -80,6 +80,8 @@ class FrankaArm:
                               self.home, self.grasp_link, self.joints,
                               rounds=config.ik_rounds, iterations=config.ik_iterations)
         self.controller: Callable[[], None] | None = None
+        # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
+        self.torque_commands = np.full(len(self.joints), np.nan)
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
         world.add_step_hooks(before=self._run_controller)
         self.reset()
@@ -157,9 +159,13 @@ class FrankaArm:
         self.set_position_targets(self.home)
 
     def joint_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints."""
+        """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints.
+
+        The effort of a torque-controlled joint is the torque sent for the last step (PyBullet reports
+        only its motors' torques: under torque control its figure is the last motor's, frozen)."""
         states = self.world.client.getJointStates(self.body, self.joints)
-        return tuple(np.array([s[k] for s in states]) for k in (0, 1, 3))
+        position, velocity, effort = (np.array([s[k] for s in states]) for k in (0, 1, 3))
+        return position, velocity, np.where(np.isnan(self.torque_commands), effort, self.torque_commands)
 
     def gravity_torques(self, positions) -> np.ndarray:
         """Torques [Nm | N] that hold the 9 joints still at `positions` (inverse dynamics at rest)."""
@@ -188,6 +194,21 @@ class FrankaArm:
         so the magnitude is the reading that means the same thing.)
         """
         return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
+
+    # --- torque control (no stepping) ---------------------------------------------------------
+    def release_motors(self, count: int = len(JOINT_NAMES)) -> None:
+        """Switch the first `count` joints' motors off (zero-force velocity motors) for torque control."""
+        c = self.world.client
+        c.setJointMotorControlArray(self.body, self.joints[:count], c.VELOCITY_CONTROL, forces=[0.0] * count)
+        self.torque_commands[:count] = 0.0
+
+    def command_torques(self, torques) -> None:
+        """Torques [Nm | N] for the first len(torques) joints during the next step, used as given (clip
+        them first; release the motors first). Recorded: `joint_states` reports them as the effort."""
+        torques = np.asarray(torques, dtype=float)
+        c = self.world.client
+        c.setJointMotorControlArray(self.body, self.joints[:len(torques)], c.TORQUE_CONTROL, forces=torques.tolist())
+        self.torque_commands[:len(torques)] = torques
 
     # --- motor targets (no stepping) ----------------------------------------------------------
     def set_position_targets(self, q) -> np.ndarray:
@@ -220,6 +241,7 @@ class FrankaArm:
                       maxVelocity=max_velocities[i])
             else:
                 motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
+        self.torque_commands[:] = np.nan
         self.position_targets = np.array(positions, dtype=float)
         self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 
@@ -240,7 +262,8 @@ class FrankaArm:
         """Joint targets for the seed's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
 
         The new grasp-target position is the current one plus the delta, clipped to the workspace when
-        configured; the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
+        configured (only the commanded motion: a zero delta holds the arm even outside the workspace);
+        the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
         arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
         """
         delta = np.asarray(delta, dtype=float)
@@ -248,7 +271,7 @@ class FrankaArm:
         asked = position + delta[:3]
         target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
-            target = self.clip_to_workspace(target)
+            target = self.clip_to_workspace(target, position)
         target = self.solver.bound(target)
         self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
         yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
@@ -279,8 +302,15 @@ class FrankaArm:
                                       np.array([upper[0] - m, upper[1] - m, np.inf]))
         return tuple(bound.copy() for bound in self._workspace_bounds)
 
-    def clip_to_workspace(self, point) -> np.ndarray:
+    def clip_to_workspace(self, point, start=None) -> np.ndarray:
+        """`point` clipped to the workspace. With `start` (where a motion to `point` begins) only the
+        commanded motion is clipped: per axis, the bounds widen to include `start`, so a motion from
+        outside the workspace may go back toward it or hold still, never further out (a zero delta
+        holds the arm wherever it is, e.g. at home, which lies outside the pick bin)."""
         lower, upper = self.workspace_bounds()
+        if start is not None:
+            here = self.workspace.to_local(start)
+            lower, upper = np.minimum(lower, here), np.maximum(upper, here)
         local = np.clip(self.workspace.to_local(point), lower, upper)
         return self.workspace.to_world(local)
 
@@ -351,6 +381,10 @@ class FrankaArm:
         return by_link[left] & by_link[right]
 
     def shake(self) -> None:
-        """Move up a little and back down, so that a loose grasp loses its object."""
-        for dz in (SHAKE_HEIGHT, -SHAKE_HEIGHT):
-            self.move_to(self.delta_targets([0, 0, dz, 0, 0]))
+        """Move up a little and back down to where it started, so that a loose grasp loses its object.
+
+        Not a delta action: the pick bin's workspace does not apply (a shake above the drop bin stays
+        above it), only the arm's reach; the gripper keeps its yaw and its state."""
+        start, yaw = self.ee_pose()[0], self.ee_yaw()
+        for target in (start + [0.0, 0.0, SHAKE_HEIGHT], start):
+            self.move_to(self.ik(self.solver.bound(target), yaw))  # the fingers keep their targets

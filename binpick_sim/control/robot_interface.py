@@ -14,6 +14,7 @@ position targets to one joint range past the limits by the safety checks, so no 
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -175,34 +176,42 @@ class RobotBackend:
 
     # --- the physics thread -------------------------------------------------------------------
     def _start(self) -> None:
-        c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints, c.VELOCITY_CONTROL, forces=[0.0] * N)  # torque control
+        arm = self.arm
+        arm.release_motors()  # torque control
         self.start_time = self.world.time
         arm.set_controller(self.step)
         self.loop.lockstep = False  # the world waited for the first action; now it runs
 
     def step(self) -> None:
-        """Before a physics step: action t in, observation t out (taken before the action acts)."""
+        """Before a physics step: action t in, observation t out (taken before the action acts).
+
+        The error is decided and latched under the lock that claims t: an append racing this step
+        either lands before it (and counts as t's action) or finds the error and is refused. Once in
+        error, every later step reports the error and pushes nothing, whatever was queued before."""
         with self.lock:  # claim index t and its action together, or an append racing us could be lost
             t = self.next_t
             action = self.pending.pop(t, None)
             self.next_t = t + 1
-        repetitions = 0
-        if action is None:
-            action = self.desired.get(t - 1) if t > 0 else Action()
-            previous = self.status.get(t - 1) if t > 0 else Status()
-            repetitions = previous.action_repetitions + 1
+            repetitions = 0
+            if action is None or self.error is not None:
+                action = self.desired.get(t - 1) if t > 0 else Action()
+                previous = self.status.get(t - 1) if t > 0 else Status()
+                repetitions = previous.action_repetitions + 1
+            if self.error is None and self.max_action_repetitions and repetitions > self.max_action_repetitions:
+                self.error = Status(repetitions, BACKEND_ERROR, f"no new action for {repetitions} steps "
+                                    f"(max_action_repetitions is {self.max_action_repetitions})")
+            error = self.error
         observation = self._observe()
         applied = self.safety_checks(action, observation)
         status = Status(repetitions)
-        if self.max_action_repetitions and repetitions > self.max_action_repetitions:
-            status = self.error = Status(repetitions, BACKEND_ERROR, f"no new action for {repetitions} steps "
-                                         f"(max_action_repetitions is {self.max_action_repetitions})")
+        if error is not None:
+            status = dataclasses.replace(error, action_repetitions=repetitions)
             applied = Action(torque=np.zeros(N))  # stop pushing; joints coast
-        c, arm = self.world.client, self.arm
-        sent = applied.torque + (arm.gravity_torques(observation.position) if self.gravity_compensation else 0.0)
-        c.setJointMotorControlArray(arm.body, arm.joints, c.TORQUE_CONTROL,
-                                    forces=np.clip(sent, -self.torque_limits, self.torque_limits).tolist())
+        # The limits bound what the joints get, compensation included; applied is what acts beyond it.
+        gravity = self.arm.gravity_torques(observation.position) if self.gravity_compensation else np.zeros(N)
+        sent = np.clip(applied.torque + gravity, -self.torque_limits, self.torque_limits)
+        self.arm.command_torques(sent)
+        applied = dataclasses.replace(applied, torque=sent - gravity)
         self.desired.append(t, action)
         self.applied.append(t, applied)
         self.status.append(t, status)

@@ -148,15 +148,29 @@ class FrankaEnv(gym.Env):
 
 
 class FrankaPositionEnv(FrankaEnv):
-    """Seed Franka0: 9 absolute joint targets within the joint limits [rad, m]."""
+    """Seed Franka0: 9 absolute joint targets within the joint limits [rad, m]. `gripper_open` is the
+    fingers' command: open while their mean target is at least half the configured open width."""
 
     command = "position"
 
+    def _command_values(self, action: np.ndarray) -> np.ndarray:
+        values = super()._command_values(action)
+        self.gripper_open = bool(values[7:].mean() >= self.config.arm.gripper_open / 2)
+        return values
+
 
 class FrankaVelocityEnv(FrankaEnv):
-    """Seed Franka1: 9 joint velocities within the velocity limits [rad/s, m/s]."""
+    """Seed Franka1: 9 joint velocities within the velocity limits [rad/s, m/s]. `gripper_open` is the
+    fingers' command: opening (mean finger velocity > 0) makes it 1, closing 0, still fingers keep it."""
 
     command = "velocity"
+
+    def _command_values(self, action: np.ndarray) -> np.ndarray:
+        values = super()._command_values(action)
+        fingers = values[7:].mean()
+        if fingers != 0:
+            self.gripper_open = bool(fingers > 0)
+        return values
 
     def _action_space(self) -> spaces.Box:
         v = self.joint_velocity.astype(np.float32)

@@ -1,6 +1,6 @@
 """The controller family of seed 001, acting on the Panda's seven arm joints with torques."""
 from ...config import CONTROLLER_TYPES as CONTROLLER_KINDS  # "none" and the names below
-from .base import Controller, LinearInterpolator
+from .base import Controller, LinearInterpolator, OrientationInterpolator
 from .cartesian import InverseKinematicsController, OperationalSpaceController
 from .joint import JointPositionController, JointTorqueController, JointVelocityController
 
@@ -20,4 +20,4 @@ def make_controller(arm, kind: str, options: dict | None = None) -> Controller:
 
 __all__ = ["CONTROLLERS", "CONTROLLER_KINDS", "Controller", "InverseKinematicsController", "JointPositionController",
            "JointTorqueController", "JointVelocityController", "LinearInterpolator", "OperationalSpaceController",
-           "make_controller"]
+           "OrientationInterpolator", "make_controller"]

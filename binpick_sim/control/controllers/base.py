@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.transform import Rotation, Slerp
 
 ARM = slice(0, 7)
 
@@ -20,6 +21,14 @@ def nums2array(nums, dim: int) -> np.ndarray:
     """A scalar broadcast to `dim` values, or a sequence as an array (seed: `nums2array`)."""
     values = np.asarray(nums, dtype=float)
     return np.full(dim, float(values)) if values.ndim == 0 else values.astype(float)
+
+
+def finite(values, what: str) -> np.ndarray:
+    """`values` as floats, or a ValueError saying that `what` must be finite numbers."""
+    values = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} must be finite numbers, got {values.tolist()!r}")
+    return values
 
 
 @dataclass
@@ -76,7 +85,19 @@ class Controller:
 
     @property
     def control_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.input_min, self.input_max
+        """Low and high per action value, in the action's order (seed: control_limits): with variable
+        impedance the damping ratios' and kps' limits first, then the scaled values' input range."""
+        mode = getattr(self, "impedance_mode", "fixed")
+        gains = self.control_dim - self.scaled_dim
+        dof = gains // 2 if mode == "variable" else gains
+        low, high = [], []
+        if mode == "variable":
+            low.append(np.full(dof, self.damping_ratio_limits[0]))
+            high.append(np.full(dof, self.damping_ratio_limits[1]))
+        if mode in ("variable", "variable_kp"):
+            low.append(np.full(dof, self.kp_limits[0]))
+            high.append(np.full(dof, self.kp_limits[1]))
+        return np.concatenate(low + [self.input_min]), np.concatenate(high + [self.input_max])
 
     @property
     def control_freq(self) -> float:
@@ -93,10 +114,12 @@ class Controller:
         return self.name
 
     def checked(self, action) -> np.ndarray:
-        """The action as control_dim floats, or a ValueError that names the expected layout."""
+        """The action as control_dim finite floats, or a ValueError that names the expected layout
+        (NaN or inf would poison the goal, and through it the torques: refused before anything changes)."""
         action = np.asarray(action, dtype=float)
         if action.shape != (self.control_dim,):
             raise ValueError(f"{self.layout} takes {self.control_dim} values, got {action.size}")
+        finite(action, f"a {self.layout} action")
         self.clipped = False
         return action
 
@@ -144,19 +167,17 @@ class Controller:
 
     def engage(self) -> None:
         """Switch the arm joints' motors off (torque control) and run this controller every step."""
-        c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints[:7], c.VELOCITY_CONTROL, forces=[0.0] * 7)
+        self.arm.release_motors(7)
         self.state = self.read_state()
         self.reset_goal()
-        arm.set_controller(self.step)
+        self.arm.set_controller(self.step)
 
     def step(self) -> None:
         """One physics step of control: read the arm, compute, compensate, clip, apply."""
         self.state = self.read_state()
         # nan_to_num: an overflow in the dynamics (huge gains) sends the limit torque, never NaN, to PyBullet
         self.torques = self.clip_torques(np.nan_to_num(self.run_controller() + self.torque_compensation))
-        c, arm = self.world.client, self.arm
-        c.setJointMotorControlArray(arm.body, arm.joints[:7], c.TORQUE_CONTROL, forces=self.torques.tolist())
+        self.arm.command_torques(self.torques)
 
 
 class LinearInterpolator:
@@ -174,6 +195,18 @@ class LinearInterpolator:
 
     def next(self) -> np.ndarray:
         if self.left > 0:
-            self.value = self.value + (self.target - self.value) / self.left
+            self.value = self.towards(1.0 / self.left)
             self.left -= 1
         return self.value
+
+    def towards(self, fraction: float) -> np.ndarray:
+        """The value `fraction` of the way from the current value to the target."""
+        return self.value + (self.target - self.value) * fraction
+
+
+class OrientationInterpolator(LinearInterpolator):
+    """Turns a goal rotation (3x3) to a new one in equal steps of angle: spherical linear
+    interpolation (seed: the interpolator's orientation mode)."""
+
+    def towards(self, fraction: float) -> np.ndarray:
+        return Slerp([0.0, 1.0], Rotation.from_matrix([self.value, self.target]))(fraction).as_matrix()

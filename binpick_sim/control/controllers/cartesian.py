@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .base import Controller, LinearInterpolator, nums2array
+from .base import Controller, LinearInterpolator, OrientationInterpolator, finite, nums2array
 from .joint import IMPEDANCE_MODES
 
 
@@ -23,7 +23,8 @@ class OperationalSpaceController(Controller):
     control_delta false, an absolute position [m] (and rotation vector [rad]) in `world` instead.
     Impedance modes as the joint position controller: variable puts [damping ratios x6, kps x6] in
     front, variable_kp [kps x6]. Deltas are scaled to ±output (0.05 m, 0.5 rad by default).
-    Torque = J^T Lambda (kp e - kd v) + nullspace pull toward the initial joints + gravity compensation;
+    Torque = J^T Lambda (kp e - kd v) + nullspace pull toward the joints at engagement + gravity
+    compensation; with `interpolation: linear` the position moves linearly and the orientation by slerp;
     `uncouple_pos_ori` uses separate position and orientation inertias. (robosuite uncouples by
     default; on this arm that converges several times slower and overshoots, so here it is off.)
     """
@@ -76,6 +77,8 @@ class OperationalSpaceController(Controller):
 
     def set_goal(self, action, set_pos=None, set_ori=None) -> None:
         action = self.checked(action)
+        set_pos = None if set_pos is None else finite(set_pos, "set_pos")
+        set_ori = None if set_ori is None else finite(set_ori, "set_ori")
         self.take_gains(action, 6)
         pose = action[-self.pose_dim:]
         if self.control_delta:
@@ -86,8 +89,8 @@ class OperationalSpaceController(Controller):
         else:
             position = pose[:3]
             rotation = Rotation.from_rotvec(pose[3:]).as_matrix() if self.control_ori else self.goal_rotation
-        position = position if set_pos is None else np.asarray(set_pos, float)
-        rotation = rotation if set_ori is None else np.asarray(set_ori, float)
+        position = position if set_pos is None else set_pos
+        rotation = rotation if set_ori is None else set_ori
         if self.position_limits is not None:
             position = self.clip(position, self.position_limits[0], self.position_limits[1])
         # An absolute goal 1e308 m away would make the torques NaN: pulled in to the arm's reach.
@@ -100,16 +103,25 @@ class OperationalSpaceController(Controller):
         self.goal_position, self.goal_rotation = position, rotation
         if self.interpolation:
             self.position_interpolator.set_goal(position)
+            self.orientation_interpolator.set_goal(rotation)
 
     def reset_goal(self) -> None:
         self.goal_position = self.state.ee_position.copy()
         self.goal_rotation = self.state.ee_rotation.copy()
         self.position_interpolator = LinearInterpolator(self.goal_position, self.interpolation_steps)
+        self.orientation_interpolator = OrientationInterpolator(self.goal_rotation, self.interpolation_steps)
+
+    def engage(self) -> None:
+        """As every controller, and the nullspace posture becomes the joints at engagement (the arm
+        may have moved since construction; update_initial_joints changes it afterwards)."""
+        super().engage()
+        self.initial_joints = self.state.q.copy()
 
     def run_controller(self) -> np.ndarray:
         s = self.state
         goal = self.position_interpolator.next() if self.interpolation else self.goal_position
-        error = np.concatenate([goal - s.ee_position, orientation_error(self.goal_rotation, s.ee_rotation)])
+        rotation = self.orientation_interpolator.next() if self.interpolation else self.goal_rotation
+        error = np.concatenate([goal - s.ee_position, orientation_error(rotation, s.ee_rotation)])
         desired = self.kp * error - self.kd * s.ee_velocity
         m_inv = np.linalg.inv(s.mass_matrix)
         j = s.jacobian

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Controller, LinearInterpolator, nums2array
+from .base import Controller, LinearInterpolator, finite, nums2array
 
 IMPEDANCE_MODES = ("fixed", "variable", "variable_kp")
 
@@ -47,26 +47,16 @@ class JointPositionController(Controller):
         return 2 * np.sqrt(self.kp) * self.damping_ratio
 
     @property
-    def control_limits(self):
-        """[damping ratios, kps, dq] in the order of the action (seed: control_limits)."""
-        low, high = [], []
-        if self.impedance_mode == "variable":
-            low.append(np.full(7, self.damping_ratio_limits[0]))
-            high.append(np.full(7, self.damping_ratio_limits[1]))
-        if self.impedance_mode in ("variable", "variable_kp"):
-            low.append(np.full(7, self.kp_limits[0]))
-            high.append(np.full(7, self.kp_limits[1]))
-        return np.concatenate(low + [self.input_min]), np.concatenate(high + [self.input_max])
-
-    @property
     def scaled_dim(self) -> int:
         return 7  # only the joint deltas are scaled; gains are clipped to their limits
 
     def set_goal(self, action, set_qpos=None) -> None:
         action = self.checked(action)
+        if set_qpos is not None:
+            set_qpos = finite(set_qpos, "set_qpos")
         self.take_gains(action, 7)
         delta = self.scale_action(action[-7:])
-        goal = np.asarray(set_qpos, dtype=float) if set_qpos is not None else self.state.q + delta
+        goal = set_qpos if set_qpos is not None else self.state.q + delta
         if self.qpos_limits is not None:
             goal = self.clip(goal, self.qpos_limits[0], self.qpos_limits[1])
         self.goal = self.clip(goal, self.arm.limits.lower[:7], self.arm.limits.upper[:7])
@@ -124,12 +114,22 @@ class JointVelocityController(Controller):
 
 class JointTorqueController(Controller):
     """Torques passed through: action [tau x7] scaled from [input_min, input_max] to
-    [output_min, output_max] (default the joints' effort limits), plus gravity compensation."""
+    [output_min, output_max] (default the joints' effort limits), the goal clipped to `torque_limits`
+    ([low, high], each a number or 7; default none beyond the effort limits), plus gravity compensation."""
 
     name = "joint_torque"
 
-    def __init__(self, arm, output_max=None, output_min=None, **kwargs):
+    def __init__(self, arm, output_max=None, output_min=None, torque_limits=None, **kwargs):
         limit = arm.limits.effort[:7]
+        self.goal_torque_limits = None
+        if torque_limits is not None:
+            try:
+                low, high = (nums2array(bound, 7) for bound in torque_limits)
+            except (TypeError, ValueError):
+                raise ValueError(f"torque_limits must be [low, high] (numbers or 7 each), got {torque_limits!r}") from None
+            if low.shape != (7,) or high.shape != (7,) or not np.all(low <= high) or np.isnan(low + high).any():
+                raise ValueError(f"torque_limits must be [low, high] with low <= high, 7 or one each, got {torque_limits!r}")
+            self.goal_torque_limits = (low, high)
         super().__init__(arm, output_max=limit if output_max is None else output_max,
                          output_min=-limit if output_min is None else output_min, **kwargs)
         self.goal = np.zeros(7)
@@ -142,6 +142,8 @@ class JointTorqueController(Controller):
     def set_goal(self, torques) -> None:
         torques = self.checked(torques)
         self.goal = self.scale_action(torques)
+        if self.goal_torque_limits is not None:
+            self.goal = self.clip(self.goal, *self.goal_torque_limits)
         if self.interpolator is not None:
             self.interpolator.set_goal(self.goal)
 
