@@ -21,7 +21,7 @@ def looking_down(config):
 
 
 def test_depth_is_the_distance_along_the_optical_axis(looking_down):
-    frame = looking_down.camera.render()
+    frame = looking_down.camera.render(segmentation=True)
     assert frame.depth.dtype == np.float32 and frame.depth.shape == (120, 160)
     # every pixel sees the floor at the same depth, corners included (a ray length would be longer there)
     assert frame.depth == pytest.approx(np.full_like(frame.depth, HEIGHT), abs=0.002)
@@ -34,7 +34,7 @@ def test_depth_of_a_box_top_and_infinity_past_the_far_plane(looking_down, config
     half = 0.05
     box = c.createMultiBody(0, c.createCollisionShape(c.GEOM_BOX, halfExtents=[half] * 3),
                             c.createVisualShape(c.GEOM_BOX, halfExtents=[half] * 3), [*SPOT, half])
-    frame = sim.camera.render()
+    frame = sim.camera.render(segmentation=True)
     assert frame.segmentation[60, 80] == box
     assert frame.depth[60, 80] == pytest.approx(HEIGHT - 2 * half, abs=0.002)
     far = dataclasses.replace(sim.camera.config, far=0.3)
@@ -47,7 +47,7 @@ def test_intrinsics_match_the_rendered_projection(looking_down):
     c = sim.world.client
     point = np.array([SPOT[0] + 0.08, SPOT[1] - 0.05, 0.1])
     marker = c.createMultiBody(0, -1, c.createVisualShape(c.GEOM_SPHERE, radius=0.01), point.tolist())
-    frame = sim.camera.render()
+    frame = sim.camera.render(segmentation=True)
     rows, cols = np.nonzero(frame.segmentation == marker)
     assert len(rows) > 10
     position, rotation = sim.camera.optical_pose()
@@ -85,6 +85,11 @@ def test_mounted_camera_follows_its_link(config):
         assert sim.camera.render().rgb.shape == (64, 64, 3)
     finally:
         sim.close()
+
+
+def test_segmentation_only_when_asked(looking_down):
+    assert looking_down.camera.render().segmentation is None
+    assert looking_down.camera.render(segmentation=True).segmentation.shape == (120, 160)
 
 
 def test_unknown_parent_frame_is_refused(config):

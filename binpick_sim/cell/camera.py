@@ -23,7 +23,7 @@ LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]
 class Frame:
     rgb: np.ndarray  # H x W x 3 uint8
     depth: np.ndarray  # H x W float32, metres along the optical axis; +inf where nothing was hit
-    segmentation: np.ndarray  # H x W int32, PyBullet body id per pixel, -1 for background
+    segmentation: np.ndarray | None  # H x W int32, PyBullet body id per pixel, -1 for background; None unless asked
     stamp: float  # sim time of the render
 
 
@@ -44,7 +44,7 @@ class Camera:
         self.offset_rotation = np.array(c.getMatrixFromQuaternion(offset_quat)).reshape(3, 3)
         self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.width / config.height,
                                                        config.near, config.far)
-        self.renderer = c.ER_BULLET_HARDWARE_OPENGL if world.gui else c.ER_TINY_RENDERER
+        self.renderer = world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
 
     @property
     def width(self) -> int:
@@ -80,13 +80,14 @@ class Camera:
         (w/2, h/2 - 1). The camera test measures this against rendered markers.
         """
         fy = (self.height / 2) / np.tan(np.radians(self.config.fov_deg) / 2)
-        if self.renderer == self.world.client.ER_TINY_RENDERER:
+        if not self.world.renderer.opengl:
             cx, cy = self.width / 2, self.height / 2 - 1
         else:
             cx, cy = self.width / 2 - 0.5, self.height / 2 - 0.5
         return np.array([[fy, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
 
-    def render(self, segmentation: bool = True) -> Frame:
+    def render(self, segmentation: bool = False) -> Frame:
+        """One frame; the segmentation mask only when asked (EGL draws the scene a second time for it)."""
         c = self.world.client
         flags = 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
         _, _, rgba, depth_buffer, seg = c.getCameraImage(

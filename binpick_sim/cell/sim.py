@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import FrankaArm
+from . import rendering
 from .camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
@@ -15,7 +16,14 @@ from .world import World
 class BinPickingSim:
     def __init__(self, config: Config, gui: bool | None = None):
         self.config = config
-        self.world = World(config.simulation, gui=gui)
+        gui = config.simulation.gui if gui is None else gui
+        renderer = rendering.choose(config.simulation.renderer, gui, [(config.camera.width, config.camera.height)])
+        self.world = World(config.simulation, gui=gui or renderer == "gui")
+        try:
+            self.world.renderer = rendering.attach(self.world.client, renderer)  # before any body is loaded
+        except BaseException:
+            self.world.close()
+            raise
         self.scene = BinScene(self.world, config.scene)
         self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
         self.camera = Camera(self.world, config.camera, arm=self.arm)

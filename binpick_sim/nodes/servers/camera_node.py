@@ -22,8 +22,10 @@ class CameraNode(Node):
         self.depth_publisher = self.create_publisher(Image, "camera/depth/image_raw", 5)
         self.depth_info_publisher = self.create_publisher(CameraInfo, "camera/depth/camera_info", 5)
         self.frames = 0
+        renderer = sim.world.renderer.describe()
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
-                                           values=lambda: {"frames_published": self.frames})
+                                           values=lambda: {"frames_published": self.frames, "renderer": renderer})
+        self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
