@@ -97,6 +97,14 @@ class Camera:
         seg = np.asarray(seg, dtype=np.int32).reshape(self.height, self.width) if segmentation else None
         return Frame(rgb=np.ascontiguousarray(rgba[:, :, :3]), depth=depth, segmentation=seg, stamp=self.world.time)
 
+    def points(self, depth: np.ndarray) -> np.ndarray:
+        """Each pixel's point in camera_optical_frame (H x W x 3 float32, metres); NaN where nothing was hit."""
+        k = self.intrinsics()
+        u = (np.arange(self.width, dtype=np.float32) - k[0, 2]) / k[0, 0]
+        v = (np.arange(self.height, dtype=np.float32) - k[1, 2]) / k[1, 1]
+        z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
+        return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)
+
     def linearize(self, depth_buffer: np.ndarray) -> np.ndarray:
         """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf."""
         near, far = self.config.near, self.config.far
