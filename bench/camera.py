@@ -1,9 +1,14 @@
-"""Camera: frames per second the camera node publishes vs raw getCameraImage, and the cost of turning
-a frame into messages."""
+"""Camera: frames per second the camera node publishes vs raw getCameraImage, the cost of turning a
+frame into messages, and per renderer (tiny, egl where it loads) and size, Camera.render beside raw
+getCameraImage with the same renderer; the image env's steps per second per renderer."""
 from __future__ import annotations
 
 import time
 
+import gymnasium as gym
+
+import binpick_sim.envs  # noqa: F401  (registers the ids)
+from binpick_sim.cell import rendering
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 
@@ -13,19 +18,38 @@ from .session import sim_and_client
 
 SECONDS = 6.0
 SIZES = [(640, 480), (64, 64)]
+RENDERER_SIZES = [(64, 64), (160, 120), (320, 240), (640, 480), (1024, 768)]
+ENV_STEPS = 15
 
 
-def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2) -> tuple[float, float]:
+def renderers() -> list[str]:
+    """tiny, and egl where PyBullet's EGL plugin loads here."""
+    try:
+        rendering.probe_egl()
+    except rendering.RendererError:
+        return ["tiny"]
+    return ["tiny", "egl"]
+
+
+def frames_per_second(render, seconds: float) -> float:
+    render()  # warm up (EGL uploads the scene on its first frame)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        render()
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
+                          renderer: str = "tiny") -> tuple[float, float]:
     """getCameraImage alone on the same scene and view; and the message conversion per frame [ms]."""
-    sim = direct_sim(width=width, height=height)
+    sim = direct_sim(width=width, height=height, renderer=renderer)
     try:
         camera, c = sim.camera, sim.world.client
-        view, count, start = camera.view_matrix(), 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            c.getCameraImage(width, height, view, camera.projection, renderer=camera.renderer,
-                             flags=c.ER_NO_SEGMENTATION_MASK)
-            count += 1
-        raw = count / (time.perf_counter() - start)
+        view = camera.view_matrix()
+        raw = frames_per_second(lambda: c.getCameraImage(width, height, view, camera.projection,
+                                                         renderer=camera.renderer, flags=c.ER_NO_SEGMENTATION_MASK),
+                                seconds)
         frame = camera.render(segmentation=False)
         start = time.perf_counter()
         for _ in range(20):
@@ -37,15 +61,48 @@ def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2)
         sim.close()
 
 
-def published_frames_per_second(width: int, height: int, seconds: float = SECONDS) -> float:
+def renderer_figures(renderer: str, width: int, height: int, seconds: float = 2.0) -> list[Figure]:
+    """Camera.render (rgb + metric depth) and with segmentation, beside raw getCameraImage, same renderer."""
+    sim = direct_sim(width=width, height=height, renderer=renderer)
+    try:
+        camera, c = sim.camera, sim.world.client
+        view = camera.view_matrix()
+        raw = frames_per_second(lambda: c.getCameraImage(width, height, view, camera.projection,
+                                                         renderer=camera.renderer, flags=c.ER_NO_SEGMENTATION_MASK),
+                                seconds)
+        render = frames_per_second(lambda: camera.render(segmentation=False), seconds)
+        segmented = frames_per_second(lambda: camera.render(segmentation=True), seconds)
+    finally:
+        sim.close()
+    note = f"raw: getCameraImage alone, {renderer}"
+    return [Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth", render, "frames/s", raw, note),
+            Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth + segmentation", segmented,
+                   "frames/s", raw, note)]
+
+
+def published_frames_per_second(width: int, height: int, seconds: float = SECONDS, renderer: str = "tiny") -> float:
     """The camera node asked for a frame every physics step, as fast as it can go."""
     topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
-    with sim_and_client({"realtime_factor": 0.0, "camera:rate": 240.0}, topics,
+    with sim_and_client({"realtime_factor": 0.0, "camera:rate": 240.0, "world:renderer": renderer}, topics,
                         {"camera.width": width, "camera.height": height}) as (process, client):
         client.spin_for(1.0)
         first, start = client.counts["camera/image_raw"], time.perf_counter()
         client.spin_for(seconds)
         return (client.counts["camera/image_raw"] - first) / (time.perf_counter() - start)
+
+
+def env_steps_per_second(renderer: str, backend: str = "direct") -> float:
+    env = gym.make("binpick_sim/FrankaDelta-v0", backend=backend, observation="image", renderer=renderer)
+    try:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        env.step(env.action_space.sample())
+        start = time.perf_counter()
+        for _ in range(ENV_STEPS):
+            env.step(env.action_space.sample())
+        return ENV_STEPS / (time.perf_counter() - start)
+    finally:
+        env.close()
 
 
 def measure() -> list[Figure]:
@@ -56,6 +113,17 @@ def measure() -> list[Figure]:
         figures.append(Figure("camera", f"{width}x{height} rgb + depth published", published, "frames/s", raw,
                               "raw: getCameraImage alone"))
         figures.append(Figure("camera", f"{width}x{height} frame to Image/CameraInfo messages", conversion_ms, "ms"))
+    available = renderers()
+    for renderer in available:
+        for width, height in RENDERER_SIZES:
+            figures.extend(renderer_figures(renderer, width, height))
+    for renderer in available:
+        raw, _ = raw_frames_per_second(640, 480, renderer=renderer)
+        figures.append(Figure("camera", f"{renderer} 640x480 rgb + depth published", published_frames_per_second(
+            640, 480, renderer=renderer), "frames/s", raw, f"raw: getCameraImage alone, {renderer}"))
+    for renderer in available:
+        figures.append(Figure("camera", f"FrankaDelta-v0 direct, image, {renderer}", env_steps_per_second(renderer),
+                              "steps/s", None, "camera 640x480"))
     return figures
 
 

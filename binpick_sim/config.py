@@ -383,6 +383,13 @@ def _check_bounds(cls, name: str, value, key: str) -> None:
                               f"got {_short(repr(number), 40)}")
 
 
+def check_bounds(instance, prefix: str = "") -> None:
+    """Every number of a built config within BOUNDS, as load_config checks it (for values changed at run
+    time); ConfigError naming the key otherwise."""
+    for f in dataclasses.fields(instance):
+        _check_bounds(type(instance), f.name, getattr(instance, f.name), prefix + f.name)
+
+
 def _describe(value) -> str:
     if value is None:
         return "nothing"

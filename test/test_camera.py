@@ -96,3 +96,40 @@ def test_unknown_parent_frame_is_refused(config):
     camera = dataclasses.replace(config.camera, parent="panda_nose")
     with pytest.raises(ValueError, match="camera.parent: unknown frame 'panda_nose'"):
         BinPickingSim(dataclasses.replace(config, camera=camera))
+
+
+def test_camera_is_remounted_and_refocused_at_run_time(config):
+    """The seed's mount_camera_on_robot and recompute_view_and_projection_matrix: pose, lens and size change
+    on a live camera; K and the images follow."""
+    sim = BinPickingSim(dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=64, height=48)))
+    try:
+        camera, c = sim.camera, sim.world.client
+        camera.mount("panda_hand", (0.05, 0.0, 0.04), (0.0, -90.0, 0.0))
+        hand = c.getLinkState(sim.arm.body, sim.arm.link_index["panda_hand"], computeForwardKinematics=True)
+        rotation = np.array(c.getMatrixFromQuaternion(hand[5])).reshape(3, 3)
+        assert camera.link_pose()[0] == pytest.approx(np.array(hand[4]) + rotation @ [0.05, 0, 0.04], abs=1e-9)
+        wide = camera.intrinsics()[0, 0]
+        camera.set_view(fov_deg=30.0, width=80, height=60)
+        assert camera.render().rgb.shape == (60, 80, 3)
+        assert camera.intrinsics()[0, 0] == pytest.approx(30 / np.tan(np.radians(15)))
+        assert camera.intrinsics()[0, 0] > wide
+        camera.mount("world", (0.85, 0.0, 0.55), (0.0, 55.0, 180.0))
+        assert camera.parent_body is None and camera.link_pose()[0] == pytest.approx([0.85, 0.0, 0.55])
+    finally:
+        sim.close()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"far": 0.001}, "far: must be > near"),
+    ({"fov_deg": float("nan")}, "fov_deg"),
+    ({"near": 1e308}, "far: must be > near"),
+    ({"width": 2 ** 63}, "camera.width: must be from 1 to 4096"),
+    ({"position": (1e308, 0.0, 0.0)}, r"camera.position\[0\]: must be from -100 to 100"),
+    ({"parent": "panda_nose"}, "unknown frame 'panda_nose'"),
+])
+def test_bad_run_time_camera_changes_are_refused_and_change_nothing(sim, changes, message):
+    before = sim.camera.config, sim.camera.intrinsics(), sim.camera.link_pose()[0]
+    with pytest.raises(ValueError, match=message):
+        sim.camera.reconfigure(**changes)
+    assert sim.camera.config == before[0]
+    assert np.array_equal(sim.camera.intrinsics(), before[1]) and np.array_equal(sim.camera.link_pose()[0], before[2])

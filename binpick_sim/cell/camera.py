@@ -7,11 +7,13 @@ axis in metres, recovered from OpenGL's non-linear depth buffer.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import CameraConfig
+from ..config import CameraConfig, ConfigError, check_bounds
+from .rendering import egl_problem
 from .world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
@@ -28,23 +30,65 @@ class Frame:
 
 
 class Camera:
+    """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the seed's
+    `mount_camera_on_robot` and `recompute_view_and_projection_matrix`."""
+
     def __init__(self, world: World, config: CameraConfig, arm=None):
         self.world = world
+        self.arm = arm
         self.config = config
-        c = world.client
-        if config.parent == "world":
-            self.parent_body, self.parent_link = None, None
-        elif arm is not None and config.parent in arm.link_index:
-            self.parent_body, self.parent_link = arm.body, arm.link_index[config.parent]
-        else:
-            known = ["world"] + (sorted(arm.link_index) if arm is not None else [])
-            raise ValueError(f"camera.parent: unknown frame {config.parent!r} (known: {', '.join(known)})")
-        self.offset_position = np.array(config.position, dtype=float)
+        self._apply(config)
+
+    def _parent(self, parent: str) -> tuple[int | None, int | None]:
+        """Body and link of a parent frame name (None, None for world); ValueError naming the known ones."""
+        if parent == "world":
+            return None, None
+        if self.arm is not None and parent in self.arm.link_index:
+            return self.arm.body, self.arm.link_index[parent]
+        known = ["world"] + (sorted(self.arm.link_index) if self.arm is not None else [])
+        raise ValueError(f"camera.parent: unknown frame {parent!r} (known: {', '.join(known)})")
+
+    def _apply(self, config: CameraConfig) -> None:
+        """Make `config` current: parent frame, offset and projection."""
+        c = self.world.client
+        self.parent_body, self.parent_link = self._parent(config.parent)
         offset_quat = c.getQuaternionFromEuler(np.radians(config.orientation_deg))
+        self.offset_position = np.array(config.position, dtype=float)
         self.offset_rotation = np.array(c.getMatrixFromQuaternion(offset_quat)).reshape(3, 3)
         self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.width / config.height,
                                                        config.near, config.far)
-        self.renderer = world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
+        self.renderer = self.world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
+        self.config = config
+
+    def checked(self, **changes) -> CameraConfig:
+        """The config with `changes`, checked as a scene file's is (ConfigError / ValueError); nothing changes."""
+        config = dataclasses.replace(self.config, **changes)  # its own checks: fov, near < far, ...
+        check_bounds(config, "camera.")
+        self._parent(config.parent)
+        if self.world.renderer.name == "egl":
+            problem = egl_problem([(config.width, config.height)])
+            if problem:
+                raise ConfigError(problem)
+        return config
+
+    def reconfigure(self, **changes) -> CameraConfig:
+        """Change any CameraConfig fields at once, or nothing if one is wrong (`checked`); returns the new
+        config. Hold `world.lock` while the physics thread runs."""
+        config = self.checked(**changes)
+        self._apply(config)
+        return config
+
+    def mount(self, parent: str, position, orientation_deg) -> CameraConfig:
+        """Put camera_link at `position` / `orientation_deg` (roll, pitch, yaw) in `parent` (world or a link)."""
+        return self.reconfigure(parent=parent, position=tuple(float(v) for v in position),
+                                orientation_deg=tuple(float(v) for v in orientation_deg))
+
+    def set_view(self, **lens) -> CameraConfig:
+        """New fov_deg, near, far, width or height (any of them): projection and intrinsics follow."""
+        unknown = set(lens) - {"fov_deg", "near", "far", "width", "height"}
+        if unknown:
+            raise TypeError(f"set_view: unknown {sorted(unknown)}")
+        return self.reconfigure(**lens)
 
     @property
     def width(self) -> int:

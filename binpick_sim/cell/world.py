@@ -152,8 +152,9 @@ class World:
             self.client.removeState(snapshot.state_id)
 
     def close(self) -> None:
-        rendering.detach(self.client)
+        had_egl = rendering.detach(self.client)
         try:
-            self.client.disconnect()
+            with quiet_stdout() if had_egl else contextlib.nullcontext():  # the EGL plugin says goodbye
+                self.client.disconnect()
         except pybullet.error:
             pass  # already disconnected

@@ -2,10 +2,16 @@
 watched; the segmentation mask is rendered only while its own topic is watched."""
 from __future__ import annotations
 
+import dataclasses
+
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from ...cell.labels import label_image
+from ...config import BOUNDS
+from ...description import cell_description
 from ...cell.loop import PhysicsLoop
 from ...cell.sim import BinPickingSim
 from ..common import convert
@@ -25,6 +31,10 @@ class CameraNode(Node):
         self.depth_info_publisher = self.create_publisher(CameraInfo, "camera/depth/camera_info", 5)
         self.points_publisher = self.create_publisher(PointCloud2, "camera/points", 5)
         self.segmentation_publisher = self.create_publisher(Image, "camera/segmentation/image_raw", 5)
+        config = self.camera.config
+        self.described = (config.parent, config.position, config.orientation_deg)  # as the description has it
+        self.description_client = AsyncParameterClient(self, "robot_state_publisher")
+        self.declare_camera_parameters()
         self.frames = 0
         self.segmented_frames = 0  # frames rendered with the segmentation mask
         renderer = sim.world.renderer.describe()
@@ -35,6 +45,70 @@ class CameraNode(Node):
         self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
+
+    def declare_camera_parameters(self) -> None:
+        """The camera's mount, lens and size, settable at run time (`ros2 param set /camera fov_deg 45`): each
+        value is checked as the scene file's would be, and applied between two frames."""
+        config = self.camera.config
+        texts = {
+            "parent": "Frame camera_link is fixed to: world or a link of the arm (e.g. panda_hand).",
+            "position": "camera_link's position in the parent frame, x y z [m].",
+            "orientation_deg": "camera_link's roll, pitch, yaw in the parent frame [deg].",
+            "fov_deg": "Vertical field of view [deg], in (0, 180).",
+            "near": "Near clipping plane [m], > 0.",
+            "far": "Far clipping plane [m], > near; depth is +inf beyond it.",
+            "width": "Image width [pixels].",
+            "height": "Image height [pixels].",
+        }
+        ranges = {"fov_deg": (0.0, 180.0), "width": BOUNDS[("CameraConfig", "width")],
+                  "height": BOUNDS[("CameraConfig", "height")], "near": BOUNDS[("CameraConfig", "near")],
+                  "far": BOUNDS[("CameraConfig", "far")]}
+        values = {}
+        for name, text in texts.items():
+            default = getattr(config, name)
+            default = [float(v) for v in default] if isinstance(default, tuple) else default
+            low, high = ranges.get(name, (None, None))
+            value = declare(self, name, default, text + " Settable at run time.", low=low, high=high,
+                            check=self._camera_problem(name), on_change=self._camera_setter(name))
+            values[name] = _plain(value)
+        changed = {name: value for name, value in values.items() if value != getattr(config, name)}
+        if changed:  # start-up overrides (-p fov_deg:=45): applied together, checked as one config
+            with self.sim.world.lock:
+                self.on_camera_change(self.camera.reconfigure(**changed))
+
+    def _camera_problem(self, name: str):
+        def problem(value) -> str | None:
+            value = _plain(value)
+            try:
+                self.camera.checked(**{name: value})
+            except (ValueError, TypeError) as exc:
+                return str(exc)
+            return None
+        return problem
+
+    def _camera_setter(self, name: str):
+        def apply(value) -> None:
+            value = _plain(value)
+            with self.sim.world.lock:  # between two frames of the physics thread
+                config = self.camera.reconfigure(**{name: value})
+            self.get_logger().info(f"camera {name} set to {value!r}")
+            self.on_camera_change(config)
+        return apply
+
+    def on_camera_change(self, config) -> None:
+        """The robot description follows a moved camera: robot_state_publisher (of this namespace, where it
+        runs) gets the cell's URDF with the new camera_joint as its robot_description, which it re-parses,
+        republishing the camera frames and the description topic, so RViz shows where the camera now is."""
+        if (config.parent, config.position, config.orientation_deg) == self.described:
+            return
+        self.described = (config.parent, config.position, config.orientation_deg)
+        self.sim.config = dataclasses.replace(self.sim.config, camera=config)
+        if self.description_client.services_are_ready():
+            urdf = cell_description(self.sim.config)
+            self.description_client.set_parameters([Parameter("robot_description", value=urdf)])
+        else:
+            self.get_logger().warning("robot_state_publisher is not running here: the robot description still "
+                                      "has the camera where the scene file put it")
 
     def watched(self) -> bool:
         publishers = (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
@@ -60,3 +134,8 @@ class CameraNode(Node):
                 convert.segmentation_image(frame.stamp, label_image(self.sim, frame.segmentation)))
             self.segmented_frames += 1
         self.frames += 1
+
+
+def _plain(value):
+    """A parameter value as CameraConfig holds it: a number list (list, tuple or array) as a tuple of floats."""
+    return value if isinstance(value, (str, int, float)) else tuple(float(v) for v in value)
