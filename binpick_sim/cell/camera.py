@@ -33,11 +33,21 @@ class Camera:
     """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the seed's
     `mount_camera_on_robot` and `recompute_view_and_projection_matrix`."""
 
-    def __init__(self, world: World, config: CameraConfig, arm=None):
+    def __init__(self, world: World, config: CameraConfig, arm=None, name: str = ""):
         self.world = world
         self.arm = arm
+        self.name = name  # "" for the scene file's `camera:`, else its key under `cameras:`
         self.config = config
         self._apply(config)
+
+    @property
+    def link_frame(self) -> str:
+        """camera_link, or camera_<name>_link for a named camera (the robot description has both frames)."""
+        return f"camera_{self.name}_link" if self.name else "camera_link"
+
+    @property
+    def optical_frame(self) -> str:
+        return f"camera_{self.name}_optical_frame" if self.name else "camera_optical_frame"
 
     def _parent(self, parent: str) -> tuple[int | None, int | None]:
         """Body and link of a parent frame name (None, None for world); ValueError naming the known ones."""

@@ -17,7 +17,8 @@ class BinPickingSim:
     def __init__(self, config: Config, gui: bool | None = None):
         self.config = config
         gui = config.simulation.gui if gui is None else gui
-        renderer = rendering.choose(config.simulation.renderer, gui, [(config.camera.width, config.camera.height)])
+        sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
+        renderer = rendering.choose(config.simulation.renderer, gui, sizes)
         self.world = World(config.simulation, gui=gui or renderer == "gui")
         try:
             self.world.renderer = rendering.attach(self.world.client, renderer)  # before any body is loaded
@@ -26,7 +27,10 @@ class BinPickingSim:
             raise
         self.scene = BinScene(self.world, config.scene)
         self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
-        self.camera = Camera(self.world, config.camera, arm=self.arm)
+        self.camera = Camera(self.world, config.camera, arm=self.arm)  # the scene file's `camera:`
+        # every camera by name: "" is `camera:` (today's topic and frame names), the others `cameras:`
+        self.cameras = {"": self.camera, **{name: Camera(self.world, c, arm=self.arm, name=name)
+                                            for name, c in config.cameras.items()}}
         self._meshes: dict = {}
 
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:

@@ -20,17 +20,22 @@ from ..common.params import MAX_RATE, MIN_RATE, declare
 
 
 class CameraNode(Node):
-    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
-        super().__init__("camera", **kwargs)
-        self.sim, self.camera = sim, sim.camera
+    """One camera of sim.cameras: node `camera` and topics `camera/...` for the scene file's `camera:`, node
+    `camera_<name>` and topics `camera/<name>/...` for a named one of `cameras:`."""
+
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, name: str = "", **kwargs):
+        super().__init__(f"camera_{name}" if name else "camera", **kwargs)
+        self.sim, self.camera, self.name = sim, sim.cameras[name], name
+        self.frame_id = self.camera.optical_frame
         rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True,
                        low=MIN_RATE, high=MAX_RATE)
-        self.rgb_publisher = self.create_publisher(Image, "camera/image_raw", 5)
-        self.rgb_info_publisher = self.create_publisher(CameraInfo, "camera/camera_info", 5)
-        self.depth_publisher = self.create_publisher(Image, "camera/depth/image_raw", 5)
-        self.depth_info_publisher = self.create_publisher(CameraInfo, "camera/depth/camera_info", 5)
-        self.points_publisher = self.create_publisher(PointCloud2, "camera/points", 5)
-        self.segmentation_publisher = self.create_publisher(Image, "camera/segmentation/image_raw", 5)
+        prefix = f"camera/{name}" if name else "camera"
+        self.rgb_publisher = self.create_publisher(Image, prefix + "/image_raw", 5)
+        self.rgb_info_publisher = self.create_publisher(CameraInfo, prefix + "/camera_info", 5)
+        self.depth_publisher = self.create_publisher(Image, prefix + "/depth/image_raw", 5)
+        self.depth_info_publisher = self.create_publisher(CameraInfo, prefix + "/depth/camera_info", 5)
+        self.points_publisher = self.create_publisher(PointCloud2, prefix + "/points", 5)
+        self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5)
         config = self.camera.config
         self.described = (config.parent, config.position, config.orientation_deg)  # as the description has it
         self.description_client = AsyncParameterClient(self, "robot_state_publisher")
@@ -102,7 +107,10 @@ class CameraNode(Node):
         if (config.parent, config.position, config.orientation_deg) == self.described:
             return
         self.described = (config.parent, config.position, config.orientation_deg)
-        self.sim.config = dataclasses.replace(self.sim.config, camera=config)
+        if self.name:
+            self.sim.config = dataclasses.replace(self.sim.config, cameras={**self.sim.config.cameras, self.name: config})
+        else:
+            self.sim.config = dataclasses.replace(self.sim.config, camera=config)
         if self.description_client.services_are_ready():
             urdf = cell_description(self.sim.config)
             self.description_client.set_parameters([Parameter("robot_description", value=urdf)])
@@ -122,16 +130,18 @@ class CameraNode(Node):
             return
         segmentation = self.segmentation_publisher.get_subscription_count() > 0
         frame = self.camera.render(segmentation=segmentation)
-        info = convert.camera_info(frame.stamp, self.camera.width, self.camera.height, self.camera.intrinsics())
-        self.rgb_publisher.publish(convert.rgb_image(frame.stamp, frame.rgb))
-        self.depth_publisher.publish(convert.depth_image(frame.stamp, frame.depth))
+        info = convert.camera_info(frame.stamp, self.camera.width, self.camera.height, self.camera.intrinsics(),
+                                   self.frame_id)
+        self.rgb_publisher.publish(convert.rgb_image(frame.stamp, frame.rgb, self.frame_id))
+        self.depth_publisher.publish(convert.depth_image(frame.stamp, frame.depth, self.frame_id))
         self.rgb_info_publisher.publish(info)
         self.depth_info_publisher.publish(info)
         if self.points_publisher.get_subscription_count() > 0:
-            self.points_publisher.publish(convert.point_cloud(frame.stamp, self.camera.points(frame.depth), frame.rgb))
+            self.points_publisher.publish(convert.point_cloud(frame.stamp, self.camera.points(frame.depth), frame.rgb,
+                                                              self.frame_id))
         if segmentation:
             self.segmentation_publisher.publish(
-                convert.segmentation_image(frame.stamp, label_image(self.sim, frame.segmentation)))
+                convert.segmentation_image(frame.stamp, label_image(self.sim, frame.segmentation), self.frame_id))
             self.segmented_frames += 1
         self.frames += 1
 
