@@ -69,8 +69,7 @@ def test_points_and_segmentation_topics_only_while_subscribed(ros_context, stack
         assert seen & marker_ids, "the default camera sees objects in the pick bin"
         assert {labels.ROBOT, labels.CELL} <= seen
         # the ids match where the simulation's objects are: each object's pixels are its own body's
-        with stack.sim.world.lock:
-            truth = stack.sim.camera.render(segmentation=True).segmentation
+        truth = stack.loop.run(lambda: stack.sim.camera.render(segmentation=True).segmentation)
         bodies = {obj.index: obj.body for obj in stack.sim.scene.objects}
         for marker_id in seen & marker_ids:
             assert np.mean(truth[ids == marker_id] == bodies[marker_id]) > 0.9

@@ -83,7 +83,7 @@ class Camera:
 
     def reconfigure(self, **changes) -> CameraConfig:
         """Change any CameraConfig fields at once, or nothing if one is wrong (`checked`); returns the new
-        config. Hold `world.lock` while the physics thread runs."""
+        config. On the physics thread while it runs (`PhysicsLoop.run`)."""
         config = self.checked(**changes)
         self._apply(config)
         return config

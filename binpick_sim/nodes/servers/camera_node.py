@@ -25,7 +25,7 @@ class CameraNode(Node):
 
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, name: str = "", **kwargs):
         super().__init__(f"camera_{name}" if name else "camera", **kwargs)
-        self.sim, self.camera, self.name = sim, sim.cameras[name], name
+        self.sim, self.camera, self.name, self.loop = sim, sim.cameras[name], name, loop
         self.frame_id = self.camera.optical_frame
         rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True,
                        low=MIN_RATE, high=MAX_RATE)
@@ -78,8 +78,7 @@ class CameraNode(Node):
             values[name] = _plain(value)
         changed = {name: value for name, value in values.items() if value != getattr(config, name)}
         if changed:  # start-up overrides (-p fov_deg:=45): applied together, checked as one config
-            with self.sim.world.lock:
-                self.on_camera_change(self.camera.reconfigure(**changed))
+            self.on_camera_change(self.loop.run(lambda: self.camera.reconfigure(**changed)))
 
     def _camera_problem(self, name: str):
         def problem(value) -> str | None:
@@ -94,8 +93,7 @@ class CameraNode(Node):
     def _camera_setter(self, name: str):
         def apply(value) -> None:
             value = _plain(value)
-            with self.sim.world.lock:  # between two frames of the physics thread
-                config = self.camera.reconfigure(**{name: value})
+            config = self.loop.run(lambda: self.camera.reconfigure(**{name: value}))  # between two frames
             self.get_logger().info(f"camera {name} set to {value!r}")
             self.on_camera_change(config)
         return apply
