@@ -200,3 +200,32 @@ def test_egl_renders_the_requested_size_without_upsampling(config):
         assert not np.any(np.all(np.diff(depth[floor], axis=0) == 0, axis=1))
     finally:
         sim.close()
+
+
+def test_egl_frames_published_from_the_physics_thread_show_the_current_scene(ros_context):
+    """The camera node renders on the physics thread, not the thread that loaded the EGL plugin: the
+    context moves with it (rendering.EglContext). Without that, frames silently repeat an old picture."""
+    egl_or_skip()
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.nodes.clients.client import TOPICS, SimClient
+    from binpick_sim.nodes.process.stack import SimStack
+
+    world = [Parameter("realtime_factor", value=0.0), Parameter("renderer", value="egl")]
+    with SimStack(ros_context, {"world": world}) as stack:
+        assert stack.sim.world.renderer.name == "egl"
+        watcher = SimClient("egl_watcher", context=ros_context,
+                            topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
+        try:
+            for fov in (60.0, 35.0):
+                stack.loop.run(lambda: stack.sim.camera.set_view(fov_deg=fov))
+                watcher.wait_for_new("camera/depth/image_raw", count=2, timeout=60)
+                depth = watcher.depth()
+                rows, cols = np.nonzero(np.isfinite(depth))
+                pick = np.random.default_rng(0).choice(len(rows), size=200, replace=False)
+                pixels = np.column_stack([cols[pick], rows[pick]]).astype(float)
+                expected, _ = stack.loop.run(lambda: ray_depths(stack.sim, pixels))
+                error = np.abs(depth[rows[pick], cols[pick]] - expected)
+                assert np.median(error) < 0.001, f"fov {fov}: median {np.median(error) * 1000:.1f} mm off"
+        finally:
+            watcher.close()

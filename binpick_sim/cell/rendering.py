@@ -48,11 +48,62 @@ class RendererError(ValueError):
     """The requested renderer cannot run here; the message says why and what to use instead."""
 
 
+class EglContext:
+    """The plugin's EGL context, handed from thread to thread.
+
+    An OpenGL context is current on one thread at a time, and the plugin makes it current on the thread
+    that loads it. PyBullet calls GL from whichever thread calls the client (rendering, but also loading
+    a body's visual shapes), and on a thread where the context is not current those calls do nothing:
+    a frame rendered there silently repeats the last one (measured), and the very first one crashes. So
+    the thread that is about to use the client claims the context (`claim`), after the thread that had
+    it let it go (`release`); the physics loop does this when it starts and stops.
+    """
+
+    EGL_DRAW, EGL_READ = 0x3059, 0x305A
+
+    def __init__(self):
+        import ctypes
+
+        egl = ctypes.CDLL("libEGL.so.1")  # the library the plugin loaded: the same handles
+        for name in ("eglGetCurrentDisplay", "eglGetCurrentContext", "eglGetCurrentSurface"):
+            getattr(egl, name).restype = ctypes.c_void_p
+        egl.eglGetCurrentSurface.argtypes = [ctypes.c_int]
+        egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
+        egl.eglMakeCurrent.restype = ctypes.c_uint
+        self.egl = egl
+        self.display, self.context = egl.eglGetCurrentDisplay(), egl.eglGetCurrentContext()
+        self.draw = egl.eglGetCurrentSurface(self.EGL_DRAW)
+        self.read = egl.eglGetCurrentSurface(self.EGL_READ)
+        if not (self.display and self.context):
+            raise RendererError("renderer egl: the plugin left no current EGL context; use renderer tiny")
+
+    def claim(self) -> None:
+        """Make the context current on this thread (no-op where it already is)."""
+        if self.egl.eglGetCurrentContext() != self.context:
+            if not self.egl.eglMakeCurrent(self.display, self.draw, self.read, self.context):
+                raise RendererError("renderer egl: the EGL context is still current on another thread")
+
+    def release(self) -> None:
+        """Let another thread claim the context (no-op where this thread does not hold it)."""
+        if self.egl.eglGetCurrentContext() == self.context:
+            self.egl.eglMakeCurrent(self.display, None, None, None)
+
+
 @dataclass(frozen=True)
 class Renderer:
     name: str  # tiny, egl or gui (never auto)
     flag: int  # PyBullet's renderer argument of getCameraImage
     gl: str = ""  # the GL vendor, renderer and version strings ("" for TinyRenderer)
+    context: EglContext | None = None  # egl only
+
+    def claim(self) -> None:
+        """This thread is about to use the client (see EglContext); nothing to do but for egl."""
+        if self.context is not None:
+            self.context.claim()
+
+    def release(self) -> None:
+        if self.context is not None:
+            self.context.release()
 
     @property
     def opengl(self) -> bool:
@@ -146,8 +197,9 @@ def attach(client, name: str) -> Renderer:
                 client.getCameraImage(1, 1, renderer=pybullet.ER_BULLET_HARDWARE_OPENGL)
         if plugin < 0:
             raise RendererError("renderer egl: PyBullet's EGL plugin did not load; use renderer tiny")
+        context = EglContext()
         _egl_owner = client
-    return Renderer("egl", pybullet.ER_BULLET_HARDWARE_OPENGL, gl)
+    return Renderer("egl", pybullet.ER_BULLET_HARDWARE_OPENGL, gl, context)
 
 
 def detach(client) -> bool:
