@@ -30,7 +30,8 @@ def test_cloud_is_the_depth_image_back_projected_with_nan_where_nothing_is_hit(c
         u, v, w = sim.camera.intrinsics() @ cloud[rows, cols, :3].T.astype(float)
         assert np.allclose(u / w, cols, atol=1e-3) and np.allclose(v / w, rows, atol=1e-3)
         packed = cloud[..., 3].view(np.uint32)
-        assert np.array_equal((packed >> 16) & 255, frame.rgb[..., 0]) and np.array_equal(packed & 255, frame.rgb[..., 2])
+        assert np.array_equal((packed >> 16) & 255, frame.rgb[..., 0])
+        assert np.array_equal(packed & 255, frame.rgb[..., 2])
     finally:
         sim.close()
 

@@ -152,12 +152,8 @@ class Camera:
         return Frame(rgb=np.ascontiguousarray(rgba[:, :, :3]), depth=depth, segmentation=seg, stamp=self.world.time)
 
     def points(self, depth: np.ndarray) -> np.ndarray:
-        """Each pixel's point in camera_optical_frame (H x W x 3 float32, metres); NaN where nothing was hit."""
-        k = self.intrinsics()
-        u = (np.arange(self.width, dtype=np.float32) - k[0, 2]) / k[0, 0]
-        v = (np.arange(self.height, dtype=np.float32) - k[1, 2]) / k[1, 1]
-        z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
-        return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)
+        """Each pixel's point in the optical frame (H x W x 3 float32, metres); NaN where nothing was hit."""
+        return back_project(depth, self.intrinsics())
 
     def linearize(self, depth_buffer: np.ndarray) -> np.ndarray:
         """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf."""
@@ -165,3 +161,12 @@ class Camera:
         depth = far * near / (far - (far - near) * depth_buffer)
         depth[depth_buffer >= FAR_BUFFER] = np.inf
         return depth.astype(np.float32)
+
+
+def back_project(depth: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Depth along the optical axis to points in the optical frame through K; NaN where depth is inf."""
+    height, width = depth.shape
+    u = (np.arange(width, dtype=np.float32) - k[0, 2]) / k[0, 0]
+    v = (np.arange(height, dtype=np.float32) - k[1, 2]) / k[1, 1]
+    z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
+    return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)

@@ -17,11 +17,14 @@ CODES = {"nothing": NOTHING, "robot": ROBOT, "cell": CELL}
 
 def label_image(sim, segmentation: np.ndarray) -> np.ndarray:
     """PyBullet body ids per pixel (-1: nothing) to world/objects marker ids, or the codes above (int32)."""
-    objects = sim.scene.objects
-    size = max([int(segmentation.max(initial=-1)), sim.arm.body, *(o.body for o in objects)]) + 2
+    return relabel(segmentation, {sim.arm.body: ROBOT, **{obj.body: obj.index for obj in sim.scene.objects}})
+
+
+def relabel(segmentation: np.ndarray, labels: dict[int, int]) -> np.ndarray:
+    """Body ids per pixel to `labels[body]`; -1 to NOTHING, any other body to CELL (int32)."""
+    size = max([int(segmentation.max(initial=-1)), *labels]) + 2
     table = np.full(size, CELL, dtype=np.int32)  # index body + 1, so that -1 (nothing) is index 0
     table[0] = NOTHING
-    table[sim.arm.body + 1] = ROBOT
-    for obj in objects:
-        table[obj.body + 1] = obj.index
+    for body, label in labels.items():
+        table[body + 1] = label
     return table[segmentation + 1]

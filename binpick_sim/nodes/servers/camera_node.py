@@ -9,7 +9,9 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
+from ...cell.camera import back_project
 from ...cell.labels import label_image
+from ...cell.render_worker import RenderWorker, capture
 from ...config import BOUNDS
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop
@@ -42,12 +44,20 @@ class CameraNode(Node):
         self.declare_camera_parameters()
         self.frames = 0
         self.segmented_frames = 0  # frames rendered with the segmentation mask
+        self.frame_age = 0.0  # sim seconds the physics went on while the last frame was rendered
         renderer = sim.world.renderer.describe()
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
                                            values=lambda: {"frames_published": self.frames,
                                                            "frames_with_segmentation": self.segmented_frames,
+                                                           "last_frame_age_s": self.frame_age,
                                                            "renderer": renderer})
         self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
+        render_process = declare(self, "render_process", True, "Render in a process of its own from a mirror of "
+                                 "the scene, so that frames do not stall physics (not in lock-step, where each "
+                                 "observation carries its frame, nor with the GUI).", read_only=True)
+        self.worker = None
+        if render_process and sim.world.renderer.name != "gui" and not loop.lockstep:
+            self.worker = RenderWorker(sim.config, sim.world.renderer.name)
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
@@ -106,7 +116,8 @@ class CameraNode(Node):
             return
         self.described = (config.parent, config.position, config.orientation_deg)
         if self.name:
-            self.sim.config = dataclasses.replace(self.sim.config, cameras={**self.sim.config.cameras, self.name: config})
+            cameras = {**self.sim.config.cameras, self.name: config}
+            self.sim.config = dataclasses.replace(self.sim.config, cameras=cameras)
         else:
             self.sim.config = dataclasses.replace(self.sim.config, camera=config)
         if self.description_client.services_are_ready():
@@ -122,27 +133,53 @@ class CameraNode(Node):
         return any(p.get_subscription_count() > 0 for p in publishers)
 
     def publish_frame(self) -> None:
-        """Render once and publish every topic with the same stamp (physics thread). The images and their
-        CameraInfo go out whenever anyone watches; the cloud and the segmentation only to their subscribers."""
+        """Physics thread, at the camera's rate (or once per lock-step request). With a render worker: publish
+        the frame it finished, and send it the current state if it is idle; otherwise (or in lock-step,
+        where each observation must carry its own frame) render here."""
+        if self.worker is not None and not self.loop.lockstep:
+            try:
+                done = self.worker.poll()
+            except RuntimeError as exc:
+                self.get_logger().error(f"{exc}; rendering in the physics thread from now on")
+                self.worker = None
+                return
+            if done is not None:
+                self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k)
+            if not self.worker.busy and self.watched():
+                self.worker.request(capture(self.sim, self.camera, self.wants_segmentation()))
+            return
         if not self.watched():
             return
-        segmentation = self.segmentation_publisher.get_subscription_count() > 0
+        segmentation = self.wants_segmentation()
         frame = self.camera.render(segmentation=segmentation)
-        info = convert.camera_info(frame.stamp, self.camera.width, self.camera.height, self.camera.intrinsics(),
-                                   self.frame_id)
-        self.rgb_publisher.publish(convert.rgb_image(frame.stamp, frame.rgb, self.frame_id))
-        self.depth_publisher.publish(convert.depth_image(frame.stamp, frame.depth, self.frame_id))
+        labels = label_image(self.sim, frame.segmentation) if segmentation else None
+        self.publish(frame.stamp, frame.rgb, frame.depth, labels, self.camera.intrinsics())
+
+    def wants_segmentation(self) -> bool:
+        return self.segmentation_publisher.get_subscription_count() > 0
+
+    def publish(self, stamp: float, rgb, depth, labels, k) -> None:
+        """Every topic with the same stamp, the sim time of the state the frame shows. The images and their
+        CameraInfo go out whenever anyone watches; the cloud and the segmentation only to their subscribers."""
+        height, width = depth.shape
+        info = convert.camera_info(stamp, width, height, k, self.frame_id)
+        self.rgb_publisher.publish(convert.rgb_image(stamp, rgb, self.frame_id))
+        self.depth_publisher.publish(convert.depth_image(stamp, depth, self.frame_id))
         self.rgb_info_publisher.publish(info)
         self.depth_info_publisher.publish(info)
         if self.points_publisher.get_subscription_count() > 0:
-            self.points_publisher.publish(convert.point_cloud(frame.stamp, self.camera.points(frame.depth), frame.rgb,
-                                                              self.frame_id))
-        if segmentation:
-            self.segmentation_publisher.publish(
-                convert.segmentation_image(frame.stamp, label_image(self.sim, frame.segmentation), self.frame_id))
+            self.points_publisher.publish(convert.point_cloud(stamp, back_project(depth, k), rgb, self.frame_id))
+        if labels is not None:
+            self.segmentation_publisher.publish(convert.segmentation_image(stamp, labels, self.frame_id))
             self.segmented_frames += 1
         self.frames += 1
+        self.frame_age = self.sim.world.time - stamp
 
+    def destroy_node(self):
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+        return super().destroy_node()
 
 def _plain(value):
     """A parameter value as CameraConfig holds it: a number list (list, tuple or array) as a tuple of floats."""
