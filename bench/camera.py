@@ -7,22 +7,20 @@ from __future__ import annotations
 import statistics
 import time
 
-import gymnasium as gym
 from rosgraph_msgs.msg import Clock
 
-import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.cell import rendering
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 
 from .figures import Figure
 from .direct import direct_sim
+from .gym import env_steps_per_second
 from .session import sim_and_client
 
 SECONDS = 6.0
 SIZES = [(640, 480), (64, 64)]
 RENDERER_SIZES = [(64, 64), (160, 120), (320, 240), (640, 480), (1024, 768)]
-ENV_STEPS = 15
 
 
 def renderers() -> list[str]:
@@ -124,20 +122,6 @@ def published_frames_per_second(width: int, height: int, seconds: float = SECOND
         return (client.counts["camera/image_raw"] - first) / (time.perf_counter() - start)
 
 
-def env_steps_per_second(renderer: str, backend: str = "direct") -> float:
-    env = gym.make("binpick_sim/FrankaDelta-v0", backend=backend, observation="image", renderer=renderer)
-    try:
-        env.reset(seed=0)
-        env.action_space.seed(0)
-        env.step(env.action_space.sample())
-        start = time.perf_counter()
-        for _ in range(ENV_STEPS):
-            env.step(env.action_space.sample())
-        return ENV_STEPS / (time.perf_counter() - start)
-    finally:
-        env.close()
-
-
 def measure() -> list[Figure]:
     figures = []
     for width, height in SIZES:
@@ -154,8 +138,9 @@ def measure() -> list[Figure]:
         figures.append(Figure("camera", f"{renderer} 640x480 rgb + depth published", published_frames_per_second(
             640, 480, renderer=renderer), "frames/s", raw, f"raw: getCameraImage alone, {renderer}"))
     for renderer in available:
-        figures.append(Figure("camera", f"FrankaDelta-v0 direct, image, {renderer}", env_steps_per_second(renderer),
-                              "steps/s", None, "camera 640x480"))
+        rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", "direct", "image", renderer=renderer)
+        figures.append(Figure("camera", f"FrankaDelta-v0 direct, image, {renderer}", rate, "steps/s", None,
+                              "camera 640x480"))
     for renderer in available:
         for render_process, where in ((True, "render worker"), (False, "rendered on the physics thread")):
             factor, rate = realtime_factor(renderer, render_process)
