@@ -229,3 +229,20 @@ def test_egl_frames_published_from_the_physics_thread_show_the_current_scene(ros
                 assert np.median(error) < 0.001, f"fov {fov}: median {np.median(error) * 1000:.1f} mm off"
         finally:
             watcher.close()
+
+
+def test_image_env_renders_with_the_chosen_renderer():
+    """The gym envs take `renderer=` (default: the scene file's simulation.renderer)."""
+    egl_or_skip()
+    import gymnasium as gym
+
+    import binpick_sim.envs  # noqa: F401  (registers the ids)
+
+    env = gym.make("binpick_sim/FrankaPosition-v0", observation="image", renderer="egl", camera_size=(160, 120))
+    try:
+        observation, _ = env.reset(seed=0)
+        assert env.unwrapped.backend.sim.world.renderer.name == "egl"
+        assert observation["rgb"].shape == (120, 160, 3) and np.isfinite(observation["depth"]).all()
+        assert observation["rgb"].std() > 10
+    finally:
+        env.close()
