@@ -13,9 +13,12 @@ from binpick_sim.cell.sim import BinPickingSim
 TIMESTEP = load_config(default_config()).simulation.timestep
 
 
-def direct_sim(seed: int = 0, timestep: float | None = None, **camera_changes) -> BinPickingSim:
+def direct_sim(seed: int = 0, timestep: float | None = None, renderer: str | None = None,
+               **camera_changes) -> BinPickingSim:
     """The same scene in this process, for the raw-PyBullet reference figures."""
     config = load_config(default_config())
+    if renderer is not None:
+        config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
     if timestep is not None:
         config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, timestep=timestep))
     if camera_changes:

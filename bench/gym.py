@@ -18,8 +18,9 @@ STEPS = {"state": 60, "image": 15}
 SUCCESS_SEEDS = range(20)
 
 
-def env_steps_per_second(env_id: str, backend: str, observation: str) -> float:
-    env = gym.make(env_id, backend=backend, observation=observation)
+def env_steps_per_second(env_id: str, backend: str, observation: str, **options) -> float:
+    """`options`: further env arguments, e.g. renderer="egl"."""
+    env = gym.make(env_id, backend=backend, observation=observation, **options)
     try:
         env.reset(seed=0)
         env.action_space.seed(0)

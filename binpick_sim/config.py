@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,7 @@ class SimulationConfig:
     seed: int = 0
     gui: bool = False
     realtime_factor: float = 1.0
+    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # README: Renderers (cell/rendering.py)
 
     def __post_init__(self):
         _check(self.timestep > 0, "timestep", "must be > 0 seconds")
@@ -229,6 +231,7 @@ class Config:
     scene: SceneConfig
     arm: ArmConfig
     camera: CameraConfig
+    cameras: dict[str, CameraConfig] = field(default_factory=dict)  # more cameras, by name (README: Cameras)
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)
@@ -334,6 +337,8 @@ def _convert(hint, value, key: str):
             raise ConfigError(f"{key}: expected {len(args)} values, got {len(value)}")
         item_types = [args[0]] * len(value) if args[-1] is Ellipsis else args
         return tuple(_convert(t, v, f"{key}[{i}]") for i, (t, v) in enumerate(zip(item_types, value)))
+    if origin is dict and dataclasses.is_dataclass(typing.get_args(hint)[1]):
+        return _named(typing.get_args(hint)[1], value, key)
     if hint is dict:
         if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
             raise ConfigError(f"{key}: expected a mapping of names to values, got {_describe(value)}")
@@ -355,6 +360,23 @@ def _convert(hint, value, key: str):
             raise ConfigError(f"{key}: expected a string, got {_describe(value)}")
         return value
     raise TypeError(f"config field {key} has an unsupported type {hint}")  # a bug in this module
+
+
+MAX_NAMED = 8  # named entries (cameras) in one mapping: each renders its own images
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")  # becomes part of topic, node and frame names
+
+
+def _named(cls, value, key: str) -> dict:
+    """A mapping of names to `cls` entries (`cameras:`): each name a lower-case ROS name fragment."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a mapping of names to entries, got {_describe(value)}")
+    if len(value) > MAX_NAMED:
+        raise ConfigError(f"{key}: at most {MAX_NAMED} entries, got {len(value)}")
+    for name in value:
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+            raise ConfigError(f"{key}: {_short(repr(name), 40)} is not a name: lower-case letters, digits and _, "
+                              "starting with a letter, at most 32")
+    return {name: _build(cls, entry, f"{key}.{name}.") for name, entry in value.items()}
 
 
 def _number(x) -> str:
@@ -380,6 +402,13 @@ def _check_bounds(cls, name: str, value, key: str) -> None:
             where = f"{key}[{i}]" if isinstance(value, tuple) else key
             raise ConfigError(f"{where}: must be from {_number(low)} to {_number(high)}, "
                               f"got {_short(repr(number), 40)}")
+
+
+def check_bounds(instance, prefix: str = "") -> None:
+    """Every number of a built config within BOUNDS, as load_config checks it (for values changed at run
+    time); ConfigError naming the key otherwise."""
+    for f in dataclasses.fields(instance):
+        _check_bounds(type(instance), f.name, getattr(instance, f.name), prefix + f.name)
 
 
 def _describe(value) -> str:

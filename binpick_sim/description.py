@@ -85,12 +85,15 @@ def _add_bins(robot: ET.Element, config: Config) -> None:
 
 
 def _add_camera(robot: ET.Element, config: Config) -> None:
-    camera = config.camera
-    ET.SubElement(robot, "link", name="camera_link")
-    ET.SubElement(robot, "link", name="camera_optical_frame")
-    _fixed_joint(robot, "camera_joint", camera.parent, "camera_link", camera.position,
-                 np.radians(camera.orientation_deg))
-    _fixed_joint(robot, "camera_optical_joint", "camera_link", "camera_optical_frame", (0, 0, 0), OPTICAL_RPY)
+    """camera_link / camera_optical_frame for `camera:`, camera_<name>_link / ..._optical_frame for `cameras:`."""
+    for name, camera in {"": config.camera, **config.cameras}.items():
+        prefix = f"camera_{name}" if name else "camera"
+        ET.SubElement(robot, "link", name=f"{prefix}_link")
+        ET.SubElement(robot, "link", name=f"{prefix}_optical_frame")
+        _fixed_joint(robot, f"{prefix}_joint", camera.parent, f"{prefix}_link", camera.position,
+                     np.radians(camera.orientation_deg))
+        _fixed_joint(robot, f"{prefix}_optical_joint", f"{prefix}_link", f"{prefix}_optical_frame", (0, 0, 0),
+                     OPTICAL_RPY)
 
 
 def _fixed_joint(robot, name, parent, child, xyz, rpy) -> None:

@@ -9,6 +9,7 @@ the one that was never touched by centimetres within seconds.)
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +39,10 @@ class CameraView:
 class Reasoner:
     def __init__(self, sim: BinPickingSim):
         self.sim = sim
-        self.copy = BinPickingSim(sim.config)  # ground, bins and arm; objects are mirrored per query
+        # ground, bins and arm; objects are mirrored per query. It renders nothing of its own, and PyBullet's
+        # EGL plugin allows one client per process: TinyRenderer, whatever the live world uses
+        tiny = dataclasses.replace(sim.config.simulation, renderer="tiny", gui=False)
+        self.copy = BinPickingSim(dataclasses.replace(sim.config, simulation=tiny))
         self.copy_objects: dict[str, int] = {}
         self.solo = connect()  # renders one object at a time
 

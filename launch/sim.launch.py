@@ -19,7 +19,7 @@ ARGUMENTS = [
     ("config", PathJoinSubstitution([FindPackageShare("binpick_sim"), "config", "scene.yaml"]),
      "Scene file (YAML) for the simulation and the robot description."),
     ("gui", "false", "Open PyBullet's own GUI window (needs a display)."),
-    ("rviz", "false", "Start RViz with the package's config (robot, TF, images, object markers, depth cloud)."),
+    ("rviz", "false", "Start RViz with the package's config (robot, TF, images, object markers, point cloud)."),
     ("camera", "true", "Run the camera node (images render only while someone subscribes)."),
     ("reasoning", "false", "Run the reasoning node (scene queries under reasoning/)."),
     ("robot_interface", "false", "Serve the time-indexed robot interface (robot/...) at 1 kHz physics, the arm "

@@ -21,7 +21,7 @@ def looking_down(config):
 
 
 def test_depth_is_the_distance_along_the_optical_axis(looking_down):
-    frame = looking_down.camera.render()
+    frame = looking_down.camera.render(segmentation=True)
     assert frame.depth.dtype == np.float32 and frame.depth.shape == (120, 160)
     # every pixel sees the floor at the same depth, corners included (a ray length would be longer there)
     assert frame.depth == pytest.approx(np.full_like(frame.depth, HEIGHT), abs=0.002)
@@ -34,7 +34,7 @@ def test_depth_of_a_box_top_and_infinity_past_the_far_plane(looking_down, config
     half = 0.05
     box = c.createMultiBody(0, c.createCollisionShape(c.GEOM_BOX, halfExtents=[half] * 3),
                             c.createVisualShape(c.GEOM_BOX, halfExtents=[half] * 3), [*SPOT, half])
-    frame = sim.camera.render()
+    frame = sim.camera.render(segmentation=True)
     assert frame.segmentation[60, 80] == box
     assert frame.depth[60, 80] == pytest.approx(HEIGHT - 2 * half, abs=0.002)
     far = dataclasses.replace(sim.camera.config, far=0.3)
@@ -47,7 +47,7 @@ def test_intrinsics_match_the_rendered_projection(looking_down):
     c = sim.world.client
     point = np.array([SPOT[0] + 0.08, SPOT[1] - 0.05, 0.1])
     marker = c.createMultiBody(0, -1, c.createVisualShape(c.GEOM_SPHERE, radius=0.01), point.tolist())
-    frame = sim.camera.render()
+    frame = sim.camera.render(segmentation=True)
     rows, cols = np.nonzero(frame.segmentation == marker)
     assert len(rows) > 10
     position, rotation = sim.camera.optical_pose()
@@ -87,7 +87,49 @@ def test_mounted_camera_follows_its_link(config):
         sim.close()
 
 
+def test_segmentation_only_when_asked(looking_down):
+    assert looking_down.camera.render().segmentation is None
+    assert looking_down.camera.render(segmentation=True).segmentation.shape == (120, 160)
+
+
 def test_unknown_parent_frame_is_refused(config):
     camera = dataclasses.replace(config.camera, parent="panda_nose")
     with pytest.raises(ValueError, match="camera.parent: unknown frame 'panda_nose'"):
         BinPickingSim(dataclasses.replace(config, camera=camera))
+
+
+def test_camera_is_remounted_and_refocused_at_run_time(config):
+    """The seed's mount_camera_on_robot and recompute_view_and_projection_matrix: pose, lens and size change
+    on a live camera; K and the images follow."""
+    sim = BinPickingSim(dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=64, height=48)))
+    try:
+        camera, c = sim.camera, sim.world.client
+        camera.mount("panda_hand", (0.05, 0.0, 0.04), (0.0, -90.0, 0.0))
+        hand = c.getLinkState(sim.arm.body, sim.arm.link_index["panda_hand"], computeForwardKinematics=True)
+        rotation = np.array(c.getMatrixFromQuaternion(hand[5])).reshape(3, 3)
+        assert camera.link_pose()[0] == pytest.approx(np.array(hand[4]) + rotation @ [0.05, 0, 0.04], abs=1e-9)
+        wide = camera.intrinsics()[0, 0]
+        camera.set_view(fov_deg=30.0, width=80, height=60)
+        assert camera.render().rgb.shape == (60, 80, 3)
+        assert camera.intrinsics()[0, 0] == pytest.approx(30 / np.tan(np.radians(15)))
+        assert camera.intrinsics()[0, 0] > wide
+        camera.mount("world", (0.85, 0.0, 0.55), (0.0, 55.0, 180.0))
+        assert camera.parent_body is None and camera.link_pose()[0] == pytest.approx([0.85, 0.0, 0.55])
+    finally:
+        sim.close()
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"far": 0.001}, "far: must be > near"),
+    ({"fov_deg": float("nan")}, "fov_deg"),
+    ({"near": 1e308}, "far: must be > near"),
+    ({"width": 2 ** 63}, "camera.width: must be from 1 to 4096"),
+    ({"position": (1e308, 0.0, 0.0)}, r"camera.position\[0\]: must be from -100 to 100"),
+    ({"parent": "panda_nose"}, "unknown frame 'panda_nose'"),
+])
+def test_bad_run_time_camera_changes_are_refused_and_change_nothing(sim, changes, message):
+    before = sim.camera.config, sim.camera.intrinsics(), sim.camera.link_pose()[0]
+    with pytest.raises(ValueError, match=message):
+        sim.camera.reconfigure(**changes)
+    assert sim.camera.config == before[0]
+    assert np.array_equal(sim.camera.intrinsics(), before[1]) and np.array_equal(sim.camera.link_pose()[0], before[2])

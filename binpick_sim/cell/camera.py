@@ -7,11 +7,13 @@ axis in metres, recovered from OpenGL's non-linear depth buffer.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import CameraConfig
+from ..config import CameraConfig, ConfigError, check_bounds
+from .rendering import egl_problem
 from .world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
@@ -23,28 +25,80 @@ LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]
 class Frame:
     rgb: np.ndarray  # H x W x 3 uint8
     depth: np.ndarray  # H x W float32, metres along the optical axis; +inf where nothing was hit
-    segmentation: np.ndarray  # H x W int32, PyBullet body id per pixel, -1 for background
+    segmentation: np.ndarray | None  # H x W int32, PyBullet body id per pixel, -1 for background; None unless asked
     stamp: float  # sim time of the render
 
 
 class Camera:
-    def __init__(self, world: World, config: CameraConfig, arm=None):
+    """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the seed's
+    `mount_camera_on_robot` and `recompute_view_and_projection_matrix`."""
+
+    def __init__(self, world: World, config: CameraConfig, arm=None, name: str = ""):
         self.world = world
+        self.arm = arm
+        self.name = name  # "" for the scene file's `camera:`, else its key under `cameras:`
         self.config = config
-        c = world.client
-        if config.parent == "world":
-            self.parent_body, self.parent_link = None, None
-        elif arm is not None and config.parent in arm.link_index:
-            self.parent_body, self.parent_link = arm.body, arm.link_index[config.parent]
-        else:
-            known = ["world"] + (sorted(arm.link_index) if arm is not None else [])
-            raise ValueError(f"camera.parent: unknown frame {config.parent!r} (known: {', '.join(known)})")
-        self.offset_position = np.array(config.position, dtype=float)
+        self._apply(config)
+
+    @property
+    def link_frame(self) -> str:
+        """camera_link, or camera_<name>_link for a named camera (the robot description has both frames)."""
+        return f"camera_{self.name}_link" if self.name else "camera_link"
+
+    @property
+    def optical_frame(self) -> str:
+        return f"camera_{self.name}_optical_frame" if self.name else "camera_optical_frame"
+
+    def _parent(self, parent: str) -> tuple[int | None, int | None]:
+        """Body and link of a parent frame name (None, None for world); ValueError naming the known ones."""
+        if parent == "world":
+            return None, None
+        if self.arm is not None and parent in self.arm.link_index:
+            return self.arm.body, self.arm.link_index[parent]
+        known = ["world"] + (sorted(self.arm.link_index) if self.arm is not None else [])
+        raise ValueError(f"camera.parent: unknown frame {parent!r} (known: {', '.join(known)})")
+
+    def _apply(self, config: CameraConfig) -> None:
+        """Make `config` current: parent frame, offset and projection."""
+        c = self.world.client
+        self.parent_body, self.parent_link = self._parent(config.parent)
         offset_quat = c.getQuaternionFromEuler(np.radians(config.orientation_deg))
+        self.offset_position = np.array(config.position, dtype=float)
         self.offset_rotation = np.array(c.getMatrixFromQuaternion(offset_quat)).reshape(3, 3)
         self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.width / config.height,
                                                        config.near, config.far)
-        self.renderer = c.ER_BULLET_HARDWARE_OPENGL if world.gui else c.ER_TINY_RENDERER
+        self.renderer = self.world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
+        self.config = config
+
+    def checked(self, **changes) -> CameraConfig:
+        """The config with `changes`, checked as a scene file's is (ConfigError / ValueError); nothing changes."""
+        config = dataclasses.replace(self.config, **changes)  # its own checks: fov, near < far, ...
+        check_bounds(config, "camera.")
+        self._parent(config.parent)
+        if self.world.renderer.name == "egl":
+            problem = egl_problem([(config.width, config.height)])
+            if problem:
+                raise ConfigError(problem)
+        return config
+
+    def reconfigure(self, **changes) -> CameraConfig:
+        """Change any CameraConfig fields at once, or nothing if one is wrong (`checked`); returns the new
+        config. On the physics thread while it runs (`PhysicsLoop.run`)."""
+        config = self.checked(**changes)
+        self._apply(config)
+        return config
+
+    def mount(self, parent: str, position, orientation_deg) -> CameraConfig:
+        """Put camera_link at `position` / `orientation_deg` (roll, pitch, yaw) in `parent` (world or a link)."""
+        return self.reconfigure(parent=parent, position=tuple(float(v) for v in position),
+                                orientation_deg=tuple(float(v) for v in orientation_deg))
+
+    def set_view(self, **lens) -> CameraConfig:
+        """New fov_deg, near, far, width or height (any of them): projection and intrinsics follow."""
+        unknown = set(lens) - {"fov_deg", "near", "far", "width", "height"}
+        if unknown:
+            raise TypeError(f"set_view: unknown {sorted(unknown)}")
+        return self.reconfigure(**lens)
 
     @property
     def width(self) -> int:
@@ -80,13 +134,14 @@ class Camera:
         (w/2, h/2 - 1). The camera test measures this against rendered markers.
         """
         fy = (self.height / 2) / np.tan(np.radians(self.config.fov_deg) / 2)
-        if self.renderer == self.world.client.ER_TINY_RENDERER:
+        if not self.world.renderer.opengl:
             cx, cy = self.width / 2, self.height / 2 - 1
         else:
             cx, cy = self.width / 2 - 0.5, self.height / 2 - 0.5
         return np.array([[fy, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
 
-    def render(self, segmentation: bool = True) -> Frame:
+    def render(self, segmentation: bool = False) -> Frame:
+        """One frame; the segmentation mask only when asked (EGL draws the scene a second time for it)."""
         c = self.world.client
         flags = 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
         _, _, rgba, depth_buffer, seg = c.getCameraImage(
@@ -96,9 +151,22 @@ class Camera:
         seg = np.asarray(seg, dtype=np.int32).reshape(self.height, self.width) if segmentation else None
         return Frame(rgb=np.ascontiguousarray(rgba[:, :, :3]), depth=depth, segmentation=seg, stamp=self.world.time)
 
+    def points(self, depth: np.ndarray) -> np.ndarray:
+        """Each pixel's point in the optical frame (H x W x 3 float32, metres); NaN where nothing was hit."""
+        return back_project(depth, self.intrinsics())
+
     def linearize(self, depth_buffer: np.ndarray) -> np.ndarray:
         """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf."""
         near, far = self.config.near, self.config.far
         depth = far * near / (far - (far - near) * depth_buffer)
         depth[depth_buffer >= FAR_BUFFER] = np.inf
         return depth.astype(np.float32)
+
+
+def back_project(depth: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Depth along the optical axis to points in the optical frame through K; NaN where depth is inf."""
+    height, width = depth.shape
+    u = (np.arange(width, dtype=np.float32) - k[0, 2]) / k[0, 0]
+    v = (np.arange(height, dtype=np.float32) - k[1, 2]) / k[1, 1]
+    z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
+    return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)

@@ -136,6 +136,7 @@ class PhysicsLoop:
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         self._stop.clear()
+        self.world.renderer.release()  # the physics thread renders from now on (rendering.EglContext)
         self._thread = threading.Thread(target=self._run, name="physics", daemon=True)
         self._thread.start()
 
@@ -144,6 +145,8 @@ class PhysicsLoop:
         self._calls.put(None)  # wake the thread if it waits for work
         if self._thread is not None:
             self._thread.join(timeout)
+            if not self._thread.is_alive():
+                self.world.renderer.claim()  # the client is this thread's again
         self._thread = None
         self._drain(block_until=None)  # fail nothing silently: run what was still queued
         for done in [d for _, d in self._requests] + [self._done] * (self._done is not None):
@@ -154,6 +157,13 @@ class PhysicsLoop:
 
     # --- the thread ---------------------------------------------------------------------------
     def _run(self) -> None:
+        self.world.renderer.claim()
+        try:
+            self._loop()
+        finally:
+            self.world.renderer.release()
+
+    def _loop(self) -> None:
         deadline = time.monotonic()
         while not self._stop.is_set():
             if self._budget <= 0 and self._requests:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import FrankaArm
+from . import rendering
 from .camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
@@ -15,10 +16,21 @@ from .world import World
 class BinPickingSim:
     def __init__(self, config: Config, gui: bool | None = None):
         self.config = config
-        self.world = World(config.simulation, gui=gui)
+        gui = config.simulation.gui if gui is None else gui
+        sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
+        renderer = rendering.choose(config.simulation.renderer, gui, sizes)
+        self.world = World(config.simulation, gui=gui or renderer == "gui")
+        try:
+            self.world.renderer = rendering.attach(self.world.client, renderer)  # before any body is loaded
+        except BaseException:
+            self.world.close()
+            raise
         self.scene = BinScene(self.world, config.scene)
         self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
-        self.camera = Camera(self.world, config.camera, arm=self.arm)
+        self.camera = Camera(self.world, config.camera, arm=self.arm)  # the scene file's `camera:`
+        # every camera by name: "" is `camera:` (today's topic and frame names), the others `cameras:`
+        self.cameras = {"": self.camera, **{name: Camera(self.world, c, arm=self.arm, name=name)
+                                            for name, c in config.cameras.items()}}
         self._meshes: dict = {}
 
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:

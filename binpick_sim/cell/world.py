@@ -39,6 +39,8 @@ with quiet_stdout():
 import pybullet_data  # noqa: E402
 from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
+from . import rendering  # noqa: E402  (after pybullet's quiet import)
+
 
 class Client(BulletClient):
     """A BulletClient that binds each PyBullet function to its client id once, not on every call.
@@ -87,6 +89,7 @@ class World:
         use_gui = config.gui if gui is None else gui
         self.client = connect(use_gui)
         self.gui = use_gui
+        self.renderer = rendering.GUI if use_gui else rendering.TINY  # BinPickingSim may attach another
         self.lock = threading.RLock()
         self.step_count = 0
         self.rng = np.random.default_rng(config.seed)
@@ -149,7 +152,9 @@ class World:
             self.client.removeState(snapshot.state_id)
 
     def close(self) -> None:
+        had_egl = rendering.detach(self.client)
         try:
-            self.client.disconnect()
+            with quiet_stdout() if had_egl else contextlib.nullcontext():  # the EGL plugin says goodbye
+                self.client.disconnect()
         except pybullet.error:
             pass  # already disconnected

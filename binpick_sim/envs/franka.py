@@ -26,7 +26,8 @@ class FrankaEnv(gym.Env):
     command = "position"
 
     def __init__(self, config_file: str | Path | None = None, backend: str = "direct", observation: str = "image",
-                 render_mode: str | None = None, camera_size: tuple[int, int] | None = None, **backend_options):
+                 render_mode: str | None = None, camera_size: tuple[int, int] | None = None,
+                 renderer: str | None = None, **backend_options):
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -35,6 +36,8 @@ class FrankaEnv(gym.Env):
         if camera_size is not None:
             width, height = camera_size
             config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=width, height=height))
+        if renderer is not None:  # the scene file's simulation.renderer otherwise (README: Renderers)
+            config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
         self.config = config
         self.observation_mode = observation
         self.render_mode = render_mode
@@ -98,7 +101,8 @@ class FrankaEnv(gym.Env):
         """Joint limits from the URDF, read in a scratch world (the backend may not exist yet)."""
         from ..cell.sim import BinPickingSim
 
-        scratch = BinPickingSim(self.config)
+        tiny = dataclasses.replace(self.config.simulation, renderer="tiny", gui=False)  # no images needed here
+        scratch = BinPickingSim(dataclasses.replace(self.config, simulation=tiny))
         try:
             limits = scratch.arm.limits
         finally:

@@ -1,10 +1,12 @@
 """Stand-in for robot_state_publisher where the real one (C++, not on the registry) is not installed:
 the tests put it in a temporary ament prefix so that `sim.launch.py` runs unchanged. Like the real one it
 takes the URDF in its `robot_description` parameter, refuses to start without one it can parse (exit 1,
-naming the reason), and publishes it on `robot_description` (transient local) for whoever joins later."""
+naming the reason), and publishes it on `robot_description` (transient local) for whoever joins later, again
+whenever the parameter is set to a new URDF."""
 import sys
 
 import rclpy
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
@@ -25,6 +27,18 @@ def main() -> int:
                                        QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     publisher.publish(String(data=description))
     node.get_logger().info(f"got robot_description: {len(robot.links)} links, root {root}")
+
+    def on_set(parameters):  # like the real one: a new robot_description is parsed and published
+        for parameter in parameters:
+            if parameter.name == "robot_description":
+                try:
+                    URDF.from_xml_string(parameter.value.encode())
+                except Exception as exc:
+                    return SetParametersResult(successful=False, reason=f"not a URDF: {exc}")
+                publisher.publish(String(data=parameter.value))
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):

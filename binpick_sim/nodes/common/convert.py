@@ -5,7 +5,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from cv_bridge import CvBridge
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3, WrenchStamped
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
 from std_msgs.msg import Header
 from visualization_msgs.msg import Marker
 
@@ -73,21 +73,45 @@ def wrench_stamped(seconds: float, frame_id: str, wrench) -> WrenchStamped:
     return msg
 
 
-def rgb_image(seconds: float, rgb: np.ndarray) -> Image:
+def rgb_image(seconds: float, rgb: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
     msg = _bridge.cv2_to_imgmsg(rgb, encoding="rgb8")
-    msg.header = header(seconds, OPTICAL_FRAME)
+    msg.header = header(seconds, frame_id)
     return msg
 
 
-def depth_image(seconds: float, depth: np.ndarray) -> Image:
+def depth_image(seconds: float, depth: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
     msg = _bridge.cv2_to_imgmsg(depth, encoding="32FC1")
-    msg.header = header(seconds, OPTICAL_FRAME)
+    msg.header = header(seconds, frame_id)
     return msg
 
 
-def camera_info(seconds: float, width: int, height: int, k: np.ndarray) -> CameraInfo:
+def camera_info(seconds: float, width: int, height: int, k: np.ndarray, frame_id: str = OPTICAL_FRAME) -> CameraInfo:
     """An ideal pinhole: no distortion, P = [K | 0], identity rectification."""
     p = np.hstack([k, np.zeros((3, 1))])
-    return CameraInfo(header=header(seconds, OPTICAL_FRAME), width=width, height=height,
+    return CameraInfo(header=header(seconds, frame_id), width=width, height=height,
                       distortion_model="plumb_bob", d=[0.0] * 5, k=k.flatten().tolist(),
                       r=np.eye(3).flatten().tolist(), p=p.flatten().tolist())
+
+
+def segmentation_image(seconds: float, labels: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
+    """One int32 id per pixel (32SC1): cell/labels.py says what the ids mean."""
+    msg = _bridge.cv2_to_imgmsg(np.ascontiguousarray(labels, dtype=np.int32), encoding="32SC1")
+    msg.header = header(seconds, frame_id)
+    return msg
+
+
+CLOUD_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                for i, name in enumerate(("x", "y", "z", "rgb"))]
+
+
+def point_cloud(seconds: float, xyz: np.ndarray, rgb: np.ndarray, frame_id: str = OPTICAL_FRAME) -> PointCloud2:
+    """An organised XYZRGB cloud (H x W, as the image) in the optical frame; rgb packed as PCL and RViz
+    expect (0x00RRGGBB in a float32's bits); NaN points where nothing was hit, so not dense."""
+    height, width = xyz.shape[:2]
+    points = np.empty((height, width, 4), dtype=np.float32)
+    points[..., :3] = xyz
+    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
+    points[..., 3] = packed.view(np.float32)
+    return PointCloud2(header=header(seconds, frame_id), height=height, width=width, fields=CLOUD_FIELDS,
+                       is_bigendian=False, point_step=16, row_step=16 * width, data=points.tobytes(),
+                       is_dense=False)

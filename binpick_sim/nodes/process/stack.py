@@ -75,7 +75,8 @@ class SimStack:
         owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
         self.nodes = [self.world, ArmNode(self.sim, self.loop, owner, **options("arm"))]
         if self.world.camera_enabled:
-            self.nodes.append(CameraNode(self.sim, self.loop, **options("camera")))
+            self.nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
+                           for name in self.sim.cameras]
         if self.world.task_enabled:
             self.nodes.append(TaskNode(self.sim, self.loop, self.nodes[1], **options("task")))
         if self.world.robot_interface:

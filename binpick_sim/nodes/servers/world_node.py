@@ -13,6 +13,7 @@ from ...config import load_config
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
 from ...cell.shapes import Geometry, visual_pose
+from ...cell.rendering import RENDERERS
 from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
@@ -31,6 +32,10 @@ def realtime_factor_problem(value: float) -> str | None:
     return None
 
 
+def renderer_problem(value) -> str | None:
+    return None if value in RENDERERS else f"needs one of {', '.join(RENDERERS)}, got {value!r}"
+
+
 class WorldNode(Node):
     def __init__(self, **kwargs):
         super().__init__("world", **kwargs)
@@ -47,6 +52,11 @@ class WorldNode(Node):
                                   f"{MIN_REALTIME_FACTOR:g}.", low=0.0, high=MAX_REALTIME_FACTOR,
                                   check=realtime_factor_problem, on_change=self.set_realtime_factor)
         gui = declare(self, "gui", sim_config.gui, "Open PyBullet's GUI window (needs a display).", read_only=True)
+        renderer = declare(self, "renderer", sim_config.renderer, "Camera renderer: auto, tiny, egl or gui (README: "
+                           "Renderers); the scene file's simulation.renderer unless set.", read_only=True,
+                           check=renderer_problem)
+        sim_config = dataclasses.replace(sim_config, renderer=renderer)
+        self.config = dataclasses.replace(self.config, simulation=sim_config)
         objects_rate = declare(self, "objects_rate", 10.0, "Rate of world/objects in Hz of sim time.",
                                read_only=True, low=MIN_RATE, high=MAX_RATE)
         self.camera_enabled = declare(self, "camera", True, "Start the camera node in this process.",

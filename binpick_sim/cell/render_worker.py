@@ -1,0 +1,146 @@
+"""Rendering in a process of its own, from a mirror of the scene, so that frames do not stall physics.
+
+The physics thread only copies what the picture depends on (`capture`: the arm's joint positions, each
+object's URDF, scale and pose, the camera's config, the sim time), well under a millisecond, and sends
+it to the worker; the worker keeps a copy of the cell (ground, bins, arm: built from the same scene file),
+brings it to that state (objects added, moved or removed by name), renders with the same renderer and
+sends the images back, stamped with the sim time of the state they show. The physics thread collects a
+finished frame when it next looks (`poll`) and publishes it. While the worker renders, new frames are
+not asked for: a slow renderer lowers the frame rate, not the physics rate.
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import CameraConfig, Config, config_from_dict, config_to_dict
+
+
+@dataclass(frozen=True)
+class SceneState:
+    """What a frame shows: everything a render of the cell depends on, at sim time `stamp`."""
+
+    stamp: float
+    camera: CameraConfig
+    joints: tuple[float, ...]  # every joint of the arm's body, in index order
+    objects: tuple[tuple[str, int, str, float, tuple, tuple], ...]  # name, marker id, urdf, scale, position, xyzw
+    segmentation: bool
+
+
+@dataclass(frozen=True)
+class RenderedFrame:
+    stamp: float
+    rgb: np.ndarray
+    depth: np.ndarray
+    labels: np.ndarray | None  # segmentation as cell/labels.py ids (the worker's body ids mean nothing here)
+    k: np.ndarray  # the intrinsics of the camera as it was for this frame
+
+
+def capture(sim, camera, segmentation: bool) -> SceneState:
+    """The state of the live world a frame of `camera` depends on (physics thread)."""
+    c, arm = sim.world.client, sim.arm
+    joints = tuple(s[0] for s in c.getJointStates(arm.body, range(c.getNumJoints(arm.body))))
+    objects = []
+    for obj in sim.scene.objects:
+        position, orientation = c.getBasePositionAndOrientation(obj.body)
+        objects.append((obj.name, obj.index, str(obj.urdf), float(obj.scale), tuple(position), tuple(orientation)))
+    return SceneState(sim.world.time, camera.config, joints, tuple(objects), segmentation)
+
+
+class RenderWorker:
+    """One worker process rendering one camera of the cell described by `config` with `renderer`."""
+
+    def __init__(self, config: Config, renderer: str):
+        context = multiprocessing.get_context("spawn")  # never fork a process with DDS threads
+        self.connection, child = context.Pipe()
+        data = config_to_dict(dataclasses.replace(
+            config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
+        self.process = context.Process(target=_serve, args=(child, data, os.getpid()), daemon=True,
+                                       name="binpick_render")
+        self.process.start()
+        child.close()
+        self.busy = False
+
+    def request(self, state: SceneState) -> None:
+        self.connection.send(state)
+        self.busy = True
+
+    def poll(self) -> RenderedFrame | None:
+        """The finished frame, if the worker has one; raises RuntimeError if the worker is gone."""
+        if not self.busy or not self.connection.poll():
+            return None
+        try:
+            reply = self.connection.recv()
+        except EOFError:
+            raise RuntimeError("the render worker stopped") from None
+        self.busy = False
+        if isinstance(reply, BaseException):
+            raise RuntimeError(f"the render worker failed: {reply}")
+        return reply
+
+    def wait(self, timeout: float) -> RenderedFrame | None:
+        """Block until the frame asked for is done (or `timeout` seconds pass)."""
+        if self.busy and self.connection.poll(timeout):
+            return self.poll()
+        return None
+
+    def close(self) -> None:
+        try:
+            self.connection.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+        self.process.join(5.0)
+        if self.process.is_alive():
+            self.process.kill()
+        self.connection.close()
+
+
+def _serve(connection, data: dict, parent: int) -> None:
+    """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
+    from .labels import ROBOT, relabel
+    from .sim import BinPickingSim
+
+    sim = BinPickingSim(config_from_dict(data))
+    c, camera, bodies = sim.world.client, sim.camera, {}  # object name -> (body, urdf, scale)
+    try:
+        while True:
+            try:
+                state = connection.recv()
+            except EOFError:
+                return
+            if state is None or os.getppid() != parent:
+                return
+            try:
+                _mirror(c, sim, bodies, state)
+                if state.camera != camera.config:
+                    camera.reconfigure(**{f.name: getattr(state.camera, f.name)
+                                          for f in dataclasses.fields(CameraConfig)})
+                frame = camera.render(segmentation=state.segmentation)
+                labels = None
+                if state.segmentation:
+                    labels = relabel(frame.segmentation, {sim.arm.body: ROBOT, **{
+                        bodies[name][0]: index for name, index, *_ in state.objects}})
+                connection.send(RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, camera.intrinsics()))
+            except Exception as exc:  # tell the camera node, keep serving
+                connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+    finally:
+        sim.close()
+
+
+def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
+    """Objects added, moved and removed by name, and the arm's joints, as in `state`."""
+    wanted = {name: (urdf, scale, position, orientation)
+              for name, _, urdf, scale, position, orientation in state.objects}
+    for name in [n for n, (_, urdf, scale) in bodies.items() if n not in wanted or wanted[n][:2] != (urdf, scale)]:
+        c.removeBody(bodies.pop(name)[0])
+    for name, (urdf, scale, position, orientation) in wanted.items():
+        if name in bodies:
+            c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
+        else:
+            bodies[name] = (c.loadURDF(urdf, position, orientation, globalScaling=scale), urdf, scale)
+    for joint, position in enumerate(state.joints):
+        c.resetJointState(sim.arm.body, joint, position)

@@ -1,0 +1,212 @@
+"""Which renderer draws the camera images: TinyRenderer, PyBullet's EGL plugin, or the GUI's OpenGL.
+
+`simulation.renderer` is one of RENDERERS. `tiny` is PyBullet's software rasteriser in DIRECT mode
+(the seed's cpu-headless); `egl` loads PyBullet's `eglRendererPlugin` into the DIRECT client and
+renders with OpenGL through EGL, on a GPU or on Mesa's llvmpipe (the seed's gpu-headless); `gui`
+renders with the OpenGL of the GUI window (gpu-gui); `auto` picks by AUTO_RULE.
+
+The plugin ends the whole process (`exit(1)`) when EGL cannot start, so `egl` is first tried in a
+short child process (`probe_egl`), which also reports the GL vendor and renderer strings; a failure
+becomes one clear RendererError at start-up. Facts measured with PyBullet 3.2.7 that shape this module:
+- the plugin's offscreen window is EGL_MAX_SIZE; a request up to that size renders at exactly its
+  size, a larger one is rendered at the window size and upsampled row by row (the `--width/--height`
+  connect options did not change the window in DIRECT mode), so `egl` refuses larger frames;
+- two clients with the plugin in one process crash (SIGSEGV) when either disconnects, so one world
+  per process may use `egl` at a time (`auto` then falls back to TinyRenderer).
+"""
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+import pybullet
+
+RENDERERS = ("auto", "tiny", "egl", "gui")
+EGL_MAX_SIZE = (1024, 768)  # the plugin's offscreen window (START_WIDTH x START_HEIGHT in PyBullet 3.2.7)
+# auto: EGL (where it loads) for frames of at least this many pixels, TinyRenderer below. Measured on
+# this 2-core machine, EGL on Mesa llvmpipe (bench/camera.py, README "Renderers"): Camera.render frames/s
+# tiny / egl 39 / 31 at 64x64, 37 / 33 at 160x120, 23 / 28 at 320x240, 8.9 / 15.9 at 640x480.
+AUTO_EGL_MIN_PIXELS = 320 * 240
+AUTO_RULE = (f"gui when the GUI is open; otherwise egl when EGL loads, every frame is at least "
+             f"{AUTO_EGL_MIN_PIXELS} pixels and at most {EGL_MAX_SIZE[0]}x{EGL_MAX_SIZE[1]}, and no other "
+             f"world of this process uses egl; otherwise tiny")
+PROBE_TIMEOUT = 120.0  # seconds; loading the plugin takes about a second on a busy machine
+
+_PROBE = """
+import pkgutil, pybullet
+client = pybullet.connect(pybullet.DIRECT)
+plugin = pybullet.loadPlugin(pkgutil.get_loader("eglRenderer").get_filename(), "_eglRendererPlugin",
+                             physicsClientId=client)
+print("plugin =", plugin, flush=True)
+"""
+
+
+class RendererError(ValueError):
+    """The requested renderer cannot run here; the message says why and what to use instead."""
+
+
+class EglContext:
+    """The plugin's EGL context, handed from thread to thread.
+
+    An OpenGL context is current on one thread at a time, and the plugin makes it current on the thread
+    that loads it. PyBullet calls GL from whichever thread calls the client (rendering, but also loading
+    a body's visual shapes), and on a thread where the context is not current those calls do nothing:
+    a frame rendered there silently repeats the last one (measured), and the very first one crashes. So
+    the thread that is about to use the client claims the context (`claim`), after the thread that had
+    it let it go (`release`); the physics loop does this when it starts and stops.
+    """
+
+    EGL_DRAW, EGL_READ = 0x3059, 0x305A
+
+    def __init__(self):
+        import ctypes
+
+        egl = ctypes.CDLL("libEGL.so.1")  # the library the plugin loaded: the same handles
+        for name in ("eglGetCurrentDisplay", "eglGetCurrentContext", "eglGetCurrentSurface"):
+            getattr(egl, name).restype = ctypes.c_void_p
+        egl.eglGetCurrentSurface.argtypes = [ctypes.c_int]
+        egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
+        egl.eglMakeCurrent.restype = ctypes.c_uint
+        self.egl = egl
+        self.display, self.context = egl.eglGetCurrentDisplay(), egl.eglGetCurrentContext()
+        self.draw = egl.eglGetCurrentSurface(self.EGL_DRAW)
+        self.read = egl.eglGetCurrentSurface(self.EGL_READ)
+        if not (self.display and self.context):
+            raise RendererError("renderer egl: the plugin left no current EGL context; use renderer tiny")
+
+    def claim(self) -> None:
+        """Make the context current on this thread (no-op where it already is)."""
+        if self.egl.eglGetCurrentContext() != self.context:
+            if not self.egl.eglMakeCurrent(self.display, self.draw, self.read, self.context):
+                raise RendererError("renderer egl: the EGL context is still current on another thread")
+
+    def release(self) -> None:
+        """Let another thread claim the context (no-op where this thread does not hold it)."""
+        if self.egl.eglGetCurrentContext() == self.context:
+            self.egl.eglMakeCurrent(self.display, None, None, None)
+
+
+@dataclass(frozen=True)
+class Renderer:
+    name: str  # tiny, egl or gui (never auto)
+    flag: int  # PyBullet's renderer argument of getCameraImage
+    gl: str = ""  # the GL vendor, renderer and version strings ("" for TinyRenderer)
+    context: EglContext | None = None  # egl only
+
+    def claim(self) -> None:
+        """This thread is about to use the client (see EglContext); nothing to do but for egl."""
+        if self.context is not None:
+            self.context.claim()
+
+    def release(self) -> None:
+        if self.context is not None:
+            self.context.release()
+
+    @property
+    def opengl(self) -> bool:
+        """OpenGL's pixel convention (egl, gui) rather than TinyRenderer's (see Camera.intrinsics)."""
+        return self.name != "tiny"
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.gl})" if self.gl else f"{self.name} (PyBullet TinyRenderer, CPU)"
+
+
+TINY = Renderer("tiny", pybullet.ER_TINY_RENDERER)
+GUI = Renderer("gui", pybullet.ER_BULLET_HARDWARE_OPENGL, "the GUI window's OpenGL")
+_egl_lock = threading.Lock()
+_egl_owner: object | None = None  # the one client of this process with the EGL plugin loaded
+
+
+@functools.cache
+def probe_egl() -> str:
+    """The GL vendor / renderer / version of EGL here, or RendererError (once per process)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RendererError(f"renderer egl: loading PyBullet's EGL plugin took over {PROBE_TIMEOUT:g} s; "
+                            "use renderer tiny") from None
+    lines = done.stdout.splitlines()
+    fields = dict(line.split(" = ", 1) for line in lines if " = " in line)
+    plugin = fields.get("plugin", "-1").strip()
+    if done.returncode != 0 or not plugin.lstrip("-").isdigit() or int(plugin) < 0:
+        said = next((line for line in lines + done.stderr.splitlines() if "EGL" in line and "choice" not in line),
+                    f"exit status {done.returncode}")
+        raise RendererError(f"renderer egl: PyBullet's EGL plugin cannot start here ({said.strip()}; it needs "
+                            "libEGL and an EGL device, e.g. Debian's libegl1 and libgl1-mesa-dri, or the "
+                            "NVIDIA driver); use renderer tiny or auto")
+    return ", ".join(f"{key} {fields[key].strip()}" for key in ("Vendor", "Renderer", "Version") if key in fields)
+
+
+def egl_problem(sizes: list[tuple[int, int]]) -> str | None:
+    """Why these frame sizes cannot be rendered by egl without upsampling, or None."""
+    max_w, max_h = EGL_MAX_SIZE
+    too_big = [f"{w}x{h}" for w, h in sizes if w > max_w or h > max_h]
+    if too_big:
+        return (f"renderer egl: frames up to {max_w}x{max_h} only (PyBullet's EGL window; larger ones would be "
+                f"upsampled), got {', '.join(too_big)}; use renderer tiny for them")
+    return None
+
+
+def choose(requested: str, gui: bool, sizes: list[tuple[int, int]]) -> str:
+    """The renderer `requested` means here: `auto` resolved by AUTO_RULE; `egl` checked (RendererError)."""
+    if requested not in RENDERERS:
+        raise RendererError(f"renderer: expected one of {list(RENDERERS)}, got {requested!r}")
+    if requested == "auto":
+        if gui:
+            return "gui"
+        if egl_problem(sizes) or _egl_owner is not None or min(w * h for w, h in sizes) < AUTO_EGL_MIN_PIXELS:
+            return "tiny"
+        try:
+            probe_egl()
+        except RendererError:
+            return "tiny"
+        return "egl"
+    if requested == "egl":
+        problem = egl_problem(sizes)
+        if problem:
+            raise RendererError(problem)
+        if _egl_owner is not None:
+            raise RendererError("renderer egl: another world of this process already renders with EGL, and "
+                                "PyBullet's EGL plugin crashes with two; close it first or use renderer tiny")
+        probe_egl()
+    return requested
+
+
+def attach(client, name: str) -> Renderer:
+    """Set `client` up to render with `name` (tiny, egl or gui); egl loads the plugin into it."""
+    global _egl_owner
+    if name == "tiny":
+        return TINY
+    if name == "gui":
+        return GUI
+    gl = probe_egl()
+    import pkgutil
+
+    from .world import quiet_stdout
+
+    with _egl_lock:
+        if _egl_owner is not None:
+            raise RendererError("renderer egl: another world of this process already renders with EGL")
+        with quiet_stdout():  # the plugin prints its GL strings (probe_egl has them), and more at a first frame
+            plugin = client.loadPlugin(pkgutil.get_loader("eglRenderer").get_filename(), "_eglRendererPlugin")
+            if plugin >= 0:
+                client.getCameraImage(1, 1, renderer=pybullet.ER_BULLET_HARDWARE_OPENGL)
+        if plugin < 0:
+            raise RendererError("renderer egl: PyBullet's EGL plugin did not load; use renderer tiny")
+        context = EglContext()
+        _egl_owner = client
+    return Renderer("egl", pybullet.ER_BULLET_HARDWARE_OPENGL, gl, context)
+
+
+def detach(client) -> bool:
+    """The client is closing: another world of this process may use egl again. True if it had EGL."""
+    global _egl_owner
+    with _egl_lock:
+        if _egl_owner is client:
+            _egl_owner = None
+            return True
+    return False

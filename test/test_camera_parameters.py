@@ -1,0 +1,90 @@
+"""The camera changed at run time over ROS (what `ros2 param set /camera ...` does): CameraInfo, images
+and the robot description's camera_link follow; a bad value is refused with its reason."""
+import time
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+import rclpy
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+
+from binpick_sim.description import cell_description
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+
+
+class Graph:
+    """A parameter client of /camera and a robot_state_publisher that records the descriptions it is given."""
+
+    def __init__(self, context, description: str):
+        self.executor = SingleThreadedExecutor(context=context)
+        self.node = rclpy.create_node("camera_parameter_test", context=context)
+        self.publisher = rclpy.create_node("robot_state_publisher", context=context)
+        self.descriptions = [self.publisher.declare_parameter("robot_description", description).value]
+        self.publisher.add_on_set_parameters_callback(self.on_set)
+        for node in (self.node, self.publisher):
+            self.executor.add_node(node)
+        self.camera = AsyncParameterClient(self.node, "/camera")
+
+    def on_set(self, parameters):
+        self.descriptions += [p.value for p in parameters if p.name == "robot_description"]
+        return SetParametersResult(successful=True)
+
+    def spin_until(self, done, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert time.monotonic() < deadline, "timed out"
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def set(self, **values):
+        self.spin_until(lambda: self.camera.services_are_ready(), 60)
+        future = self.camera.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        self.spin_until(future.done)
+        return future.result().results
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.publisher.destroy_node()
+
+
+def camera_joint(urdf: str) -> tuple[str, list[float]]:
+    joint = next(j for j in ET.fromstring(urdf).iter("joint") if j.get("name") == "camera_joint")
+    return joint.find("parent").get("link"), [float(v) for v in joint.find("origin").get("xyz").split()]
+
+
+def test_camera_follows_parameters_set_at_run_time(ros_context, stack):
+    graph = Graph(ros_context, cell_description(stack.sim.config))
+    watcher = SimClient("parameter_watcher", context=ros_context,
+                        topics={"camera/camera_info": TOPICS["camera/camera_info"],
+                                "camera/image_raw": TOPICS["camera/image_raw"]})
+    try:
+        watcher.wait_for_topics(["camera/camera_info"], timeout=60)
+        assert watcher.latest["camera/camera_info"].k[4] == pytest.approx(240 / np.tan(np.radians(30)))
+
+        assert all(r.successful for r in graph.set(fov_deg=40.0))
+        watcher.spin_until(lambda: watcher.latest["camera/camera_info"].k[4] == pytest.approx(
+            240 / np.tan(np.radians(20))), 30, "CameraInfo with the new field of view")
+
+        assert all(r.successful for r in graph.set(width=320, height=240))
+        watcher.spin_until(lambda: (watcher.latest["camera/image_raw"].width, watcher.latest["camera/image_raw"].height,
+                                    watcher.latest["camera/camera_info"].width) == (320, 240, 320),
+                           30, "320x240 images and CameraInfo")
+        assert watcher.latest["camera/camera_info"].k[2] == pytest.approx(stack.sim.camera.intrinsics()[0, 2])
+
+        assert all(r.successful for r in graph.set(parent="panda_hand", position=[0.05, 0.0, 0.04],
+                                                   orientation_deg=[0.0, -90.0, 0.0]))
+        graph.spin_until(lambda: camera_joint(graph.descriptions[-1]) == ("panda_hand", [0.05, 0.0, 0.04]))
+        assert stack.sim.camera.config.parent == "panda_hand"
+
+        before = stack.sim.camera.config
+        for values, reason in (({"far": 0.001}, "far: must be > near"), ({"parent": "panda_nose"}, "unknown frame"),
+                               ({"width": 2 ** 40}, "width"), ({"near": float("nan")}, "near")):
+            result = graph.set(**values)[0]
+            assert not result.successful and reason in result.reason, result.reason
+        assert stack.sim.camera.config == before
+    finally:
+        watcher.close()
+        graph.close()

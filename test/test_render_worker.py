@@ -1,0 +1,81 @@
+"""Rendering in a worker process: the picture of the captured state, and physics that goes on meanwhile."""
+import dataclasses
+
+import numpy as np
+
+from binpick_sim.cell.labels import label_image
+from binpick_sim.cell.render_worker import RenderWorker, capture
+from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+
+
+def test_worker_renders_the_state_it_was_sent(config):
+    """Arm moved, an object removed, the camera refocused: the worker's frame is the live world's own
+    render of that state, pixel for pixel, segmentation ids included."""
+    config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=160, height=120))
+    sim = BinPickingSim(config)
+    worker = RenderWorker(config, "tiny")
+    try:
+        sim.reset(seed=3)
+        for step in range(2):
+            if step == 1:
+                sim.arm.move_to(sim.arm.home + [0.3, 0.2, 0, 0, 0, 0, 0, 0, 0])
+                sim.scene.remove_object(sim.scene.objects[0].name)
+                sim.camera.set_view(fov_deg=45.0)
+            worker.request(capture(sim, sim.camera, segmentation=True))
+            done = worker.wait(timeout=120)
+            truth = sim.camera.render(segmentation=True)
+            assert done is not None and done.stamp == truth.stamp
+            assert np.array_equal(done.rgb, truth.rgb) and np.array_equal(done.depth, truth.depth)
+            assert np.array_equal(done.labels, label_image(sim, truth.segmentation))
+            assert np.array_equal(done.k, sim.camera.intrinsics())
+    finally:
+        worker.close()
+        sim.close()
+    assert not worker.process.is_alive()
+
+
+def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
+    """A frame big enough to take TinyRenderer seconds: while the worker draws it, the world keeps stepping,
+    so the frame goes out stamped with the (older) sim time of the state it shows. Rendered on the physics
+    thread, a frame's age when it goes out is exactly 0: nothing steps meanwhile."""
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.config import load_config, save_config
+    from binpick_sim.nodes.process.stack import SimStack
+    from binpick_sim.paths import default_config
+
+    config = load_config(default_config())
+    path = save_config(dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=2048,
+                                                                              height=1536)), tmp_path / "big.yaml")
+    world = [Parameter("realtime_factor", value=0.0), Parameter("config", value=str(path))]
+    with SimStack(ros_context, {"world": world}) as stack:
+        camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        assert camera.worker is not None
+        watcher = SimClient("big_watcher", context=ros_context,
+                            topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
+        try:
+            watcher.wait_for_topics(["camera/depth/image_raw"], timeout=240)
+            assert watcher.latest["camera/depth/image_raw"].width == 2048
+            assert camera.frame_age > 10 * stack.sim.world.timestep
+        finally:
+            watcher.close()
+
+
+def test_without_the_worker_a_frame_stops_physics_while_it_renders(ros_context):
+    """The reference: render_process false, each frame is rendered between two steps (age 0)."""
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.nodes.process.stack import SimStack
+
+    with SimStack(ros_context, {"world": [Parameter("realtime_factor", value=0.0)],
+                                "camera": [Parameter("render_process", value=False)]}) as stack:
+        camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        assert camera.worker is None
+        watcher = SimClient("plain_watcher", context=ros_context,
+                            topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
+        try:
+            watcher.wait_for_new("camera/depth/image_raw", count=2, timeout=120)
+            assert camera.frames >= 2 and camera.frame_age == 0.0
+        finally:
+            watcher.close()
