@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import FrankaArm
+from .bin_shake import BinShaker
 from .camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
@@ -19,6 +20,7 @@ class BinPickingSim:
         self.scene = BinScene(self.world, config.scene)
         self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
         self.camera = Camera(self.world, config.camera, arm=self.arm)
+        self.shakers = {b.name: BinShaker(self.world, b, self.scene.ground) for b in self.scene.bins}
         self._meshes: dict = {}
 
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
@@ -26,6 +28,8 @@ class BinPickingSim:
         if seed is not None:
             self.world.seed(seed)
         self.episode_start = (self.world.rng.bit_generator.state, keep_object_type)
+        for shaker in self.shakers.values():
+            shaker.stop()
         self.arm.reset()
         self.scene.reset(keep_object_type=keep_object_type)
 
@@ -35,6 +39,17 @@ class BinPickingSim:
         rng_state, keep_object_type = self.episode_start
         self.world.rng.bit_generator.state = rng_state
         self.reset(keep_object_type=keep_object_type)
+
+    def shake_bin(self, name: str, amplitude: float, frequency: float, duration: float, wait: bool = True) -> None:
+        """Shake `pick_bin` or `drop_bin` so that its objects spread (see bin_shake): `amplitude` [m],
+        `frequency` [Hz], `duration` [s]. With `wait`, step the world until the bin is fixed at its pose
+        again; otherwise the world's next steps carry the shake out. ValueError on bad parameters."""
+        shaker = self.shakers.get(name)
+        if shaker is None:
+            raise ValueError(f"no bin named {name!r} (bins: {', '.join(self.shakers)})")
+        shaker.start(amplitude, frequency, duration)
+        while wait and shaker.shaking:
+            self.world.step()
 
     def close(self) -> None:
         self.arm.solver.close()
