@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arm import FrankaArm
+from .arm import JOINT_NAMES, FrankaArm
 from .bin_shake import BinShaker
 from .camera import Camera
 from ..config import Config
@@ -18,7 +18,10 @@ class BinPickingSim:
         self.config = config
         self.world = World(config.simulation, gui=gui)
         self.scene = BinScene(self.world, config.scene)
-        self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
+        # Seed 000's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
+        # camera's mount, the gym envs' arm).
+        self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin) for arm in config.arms]
+        self.arm = self.arms[0]
         self.camera = Camera(self.world, config.camera, arm=self.arm)
         self.shakers = {b.name: BinShaker(self.world, b, self.scene.ground) for b in self.scene.bins}
         self._meshes: dict = {}
@@ -30,7 +33,8 @@ class BinPickingSim:
         self.episode_start = (self.world.rng.bit_generator.state, keep_object_type)
         for shaker in self.shakers.values():
             shaker.stop()
-        self.arm.reset()
+        for arm in self.arms:
+            arm.reset()
         self.scene.reset(keep_object_type=keep_object_type)
 
     def restart_episode(self) -> None:
@@ -51,8 +55,20 @@ class BinPickingSim:
         while wait and shaker.shaking:
             self.world.step()
 
+    def arm_named(self, name: str) -> FrankaArm:
+        for arm in self.arms:
+            if arm.config.name == name:
+                return arm
+        raise KeyError(f"no arm named {name!r} (arms: {', '.join(a.config.name for a in self.arms)})")
+
+    def joint_names(self, arm: FrankaArm) -> tuple[str, ...]:
+        """The arm's joint names as ROS sees them: the Panda's own for one arm; with several, prefixed
+        with the arm's name (left_panda_joint1), as multi-robot setups keep one TF tree without clashes."""
+        return tuple(f"{arm.config.name}_{n}" for n in JOINT_NAMES) if self.config.several_arms else JOINT_NAMES
+
     def close(self) -> None:
-        self.arm.solver.close()
+        for arm in self.arms:
+            arm.solver.close()
         self.world.close()
 
     def object_views(self) -> list[ObjectView]:

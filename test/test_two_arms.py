@@ -1,0 +1,146 @@
+"""Several arms (seed 000's `robots`): the scene file's `arms:`, one arm node per arm under its own
+namespace over ROS, each obeying only its own commands."""
+import dataclasses
+
+import numpy as np
+import pytest
+import yaml
+
+from binpick_sim.config import ConfigError, config_from_dict, config_to_dict, load_config
+from binpick_sim.paths import default_config
+
+TWO_ARMS = default_config().parent / "scene_two_arms.yaml"
+LEFT_TARGET = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03])
+RIGHT_TARGET = np.array([-0.4, -0.3, 0.2, -2.0, -0.1, 1.6, 1.0, 0.01, 0.01])
+
+
+def test_one_arm_and_a_list_of_arms_are_both_valid():
+    one = load_config(default_config())
+    assert [a.name for a in one.arms] == ["arm"] and one.arms[0] is one.arm and not one.several_arms
+    two = load_config(TWO_ARMS)
+    assert [a.name for a in two.arms] == ["left", "right"] and two.arm is two.arms[0] and two.several_arms
+    assert two.arms[1].base_position == (1.0, 0.0, 0.0) and two.arms[1].base_orientation_deg[2] == 180.0
+    for config in (one, two):  # written back as it was given: `arm:` for one, `arms:` for several
+        assert config_from_dict(config_to_dict(config)) == config
+    assert "arm" in config_to_dict(one) and "arms" in config_to_dict(two)
+    assert dataclasses.replace(one, arm=dataclasses.replace(one.arm, max_steps=9)).arms[0].max_steps == 9
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(arm=d["arms"][0]), "either arm .* or arms"),
+    (lambda d: d.update(arms=[]), "a list of 1 to 4 arms"),
+    (lambda d: d.update(arms=d["arms"] * 3), "at most 4 arms|a list of 1 to 4"),
+    (lambda d: d["arms"][1].update(name="left"), "a name of its own"),
+    (lambda d: d["arms"][1].update(name="Right arm"), r"arms\[1\].name: must be lower case"),
+    (lambda d: d["arms"][1].update(name="world"), "taken by the simulation"),
+    (lambda d: d["arms"][1].update(base_position=[1e308, 0, 0]), r"arms\[1\].base_position\[0\]"),
+    (lambda d: d["arms"][1].update(reach=2), r"arms\[1\].reach: unknown key"),
+])
+def test_bad_arm_lists_fail_naming_the_key(change, message):
+    data = yaml.safe_load(TWO_ARMS.read_text())
+    change(data)
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_each_arm_stands_at_its_base_and_moves_on_its_own():
+    from binpick_sim.cell.sim import BinPickingSim
+
+    sim = BinPickingSim(load_config(TWO_ARMS))
+    try:
+        sim.reset(seed=0)
+        left, right = sim.arms
+        assert sim.arm is left and sim.arm_named("right") is right
+        assert left.ee_pose()[0][0] < 0.5 < right.ee_pose()[0][0]  # facing each other across the bins
+        assert sim.joint_names(right)[0] == "right_panda_joint1"
+        right.set_position_targets(RIGHT_TARGET)
+        sim.world.step(480)
+        assert np.abs(right.joint_states()[0][:7] - RIGHT_TARGET[:7]).max() < 0.01
+        assert np.abs(left.joint_states()[0] - left.home).max() < 0.01  # the other arm held its home
+    finally:
+        sim.close()
+
+
+@pytest.fixture
+def two_arm_stack(ros_context):
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.nodes.process.stack import SimStack
+
+    world = [Parameter("realtime_factor", value=0.0), Parameter("config", value=str(TWO_ARMS)),
+             Parameter("camera", value=False)]
+    with SimStack(ros_context, {"world": world}) as running:
+        yield running
+
+
+def test_two_arms_over_ros_each_obey_only_their_own_commands(ros_context, two_arm_stack):
+    """Both arms driven at once over ROS: /left/arm/... and /right/arm/... move only their own arm, and
+    each arm's joint_states carries its own prefixed joint names."""
+    from sensor_msgs.msg import JointState
+
+    from binpick_sim.nodes.clients.client import SimClient
+
+    clients = {name: SimClient(f"test_{name}", namespace=f"/{name}", context=ros_context,
+                               topics={"joint_states": JointState}) for name in ("left", "right")}
+    try:
+        for client in clients.values():
+            client.wait_for_topics(["joint_states"], timeout=30)
+        left, right = clients["left"], clients["right"]
+        assert list(left.latest["joint_states"].name)[0] == "left_panda_joint1"
+        assert list(right.latest["joint_states"].name)[8] == "right_panda_finger_joint2"
+        home = two_arm_stack.sim.arms[0].home
+        # one command to the left arm alone: the right arm stays home
+        left.send("position", LEFT_TARGET)
+        left.spin_until(lambda: np.abs(left.joint_positions() - LEFT_TARGET).max() < 0.01, 60, "left at target")
+        right.spin_for(0.2)
+        assert np.abs(right.joint_positions() - home).max() < 0.01
+        # both at once, to different targets: each reaches its own
+        left.send("position", home)
+        right.send("position", RIGHT_TARGET)
+        for client, target in ((left, home), (right, RIGHT_TARGET)):
+            client.spin_until(lambda: np.abs(client.joint_positions() - target).max() < 0.01, 60, "arm at target")
+        # a trajectory by prefixed joint names goes to its own arm only
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+        trajectory = JointTrajectory(joint_names=["right_panda_joint1"],
+                                     points=[JointTrajectoryPoint(positions=[0.2])])
+        trajectory.points[0].time_from_start.sec = 1
+        publisher = right.node.create_publisher(JointTrajectory, "arm/joint_trajectory", 10)
+        right.spin_until(lambda: publisher.get_subscription_count() > 0, 30, "the right arm's trajectory topic")
+        publisher.publish(trajectory)
+        right.spin_until(lambda: abs(right.joint_positions()[0] - 0.2) < 0.01, 60, "right joint 1 at 0.2")
+        assert np.abs(left.joint_positions() - home).max() < 0.01
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+def test_reasoning_reachable_and_blocking_take_the_arm_to_use():
+    """A point near the right arm's base is out of the left arm's reach, and the other arm, parked over
+    the target, blocks the arm sent to it."""
+    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.reasoning import ROBOT, Reasoner
+
+    sim = BinPickingSim(load_config(TWO_ARMS))
+    reasoner = Reasoner(sim)
+    try:
+        sim.reset(seed=0)
+        point = {"p": np.array([1.0, 0.45, 0.3])}  # beside the right arm's base, 1.1 m from the left's
+        assert reasoner.reachable(point, "panda_grasptarget", 0.001, top_down=False, arm="right")["p"]["reachable"]
+        assert not reasoner.reachable(point, "panda_grasptarget", 0.001, top_down=False, arm="left")["p"]["reachable"]
+        assert not reasoner.reachable(point, "panda_grasptarget", 0.001, top_down=False)["p"]["reachable"]  # first
+        with pytest.raises(KeyError, match="no arm named 'middle'"):
+            reasoner.reachable(point, "panda_grasptarget", 0.001, top_down=False, arm="middle")
+        assert reasoner.types()["left"] == ROBOT and reasoner.types()["right"] == ROBOT
+        # the right arm's hand parked right over an object of the pick bin: it blocks the left arm there
+        target = sim.scene.objects[0].name
+        above = reasoner.object_position(target) + [0.0, 0.0, 0.12]
+        right = sim.arm_named("right")
+        right.set_position_targets(right.ik(above, 0.0))
+        sim.world.step(480)
+        blocked = reasoner.blocking("panda_grasptarget", True, [target], arm="left")[target]
+        assert "right" in blocked and "left" not in blocked
+        assert "right" not in reasoner.blocking("panda_grasptarget", True, [target], arm="right")[target]
+    finally:
+        reasoner.close()
+        sim.close()
