@@ -17,7 +17,7 @@ import numpy as np
 import pybullet_data
 
 from .cell.bin_geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
-from .config import BinConfig, Config, ConfigError, load_config
+from .config import ArmConfig, BinConfig, Config, ConfigError, load_config
 from .paths import default_config, share_dir
 
 PANDA_DIR = Path(pybullet_data.getDataPath()) / "franka_panda"
@@ -28,7 +28,8 @@ ROS2_CONTROL = "ros2_control.xml"  # the <ros2_control> block for topic_based_ro
 def cell_description(config: Config, ros2_control: bool = False, namespace: str = "") -> str:
     robot = ET.Element("robot", name="binpick_cell")
     ET.SubElement(robot, "link", name="world")
-    _add_panda(robot, config)
+    for arm in config.arms:  # with several, each arm's links and joints carry its name (left_panda_link0)
+        _add_panda(robot, arm, f"{arm.name}_" if config.several_arms else "")
     _add_bins(robot, config)
     _add_camera(robot, config)
     if ros2_control:
@@ -49,14 +50,21 @@ def _ros2_control(namespace: str) -> ET.Element:
     return block
 
 
-def _add_panda(robot: ET.Element, config: Config) -> None:
-    """PyBullet's Panda, less its PyBullet-only tags, fixed to `world` at the configured base pose."""
+def _add_panda(robot: ET.Element, arm: ArmConfig, prefix: str = "") -> None:
+    """PyBullet's Panda, less its PyBullet-only tags, fixed to `world` at the arm's base pose; `prefix`
+    before every link and joint name (several arms, as their joint_states name them)."""
     panda = ET.parse(PANDA_DIR / "panda.urdf").getroot()
-    _fixed_joint(robot, "world_to_panda", "world", "panda_link0", config.arm.base_position,
-                 np.radians(config.arm.base_orientation_deg))
+    _fixed_joint(robot, f"world_to_{prefix}panda", "world", f"{prefix}panda_link0", arm.base_position,
+                 np.radians(arm.base_orientation_deg))
     for element in panda:
         if element.tag not in ("link", "joint"):
             continue
+        if prefix:
+            element.set("name", prefix + element.get("name"))
+            for reference in element.findall("parent") + element.findall("child"):
+                reference.set("link", prefix + reference.get("link"))
+            for mimic in element.findall("mimic"):
+                mimic.set("joint", prefix + mimic.get("joint"))
         for contact in element.findall("contact"):
             element.remove(contact)
         for collision in element.findall("collision"):
@@ -88,7 +96,10 @@ def _add_camera(robot: ET.Element, config: Config) -> None:
     camera = config.camera
     ET.SubElement(robot, "link", name="camera_link")
     ET.SubElement(robot, "link", name="camera_optical_frame")
-    _fixed_joint(robot, "camera_joint", camera.parent, "camera_link", camera.position,
+    parent = camera.parent  # a Panda link of the first arm, as the simulation mounts it, or world
+    if parent != "world" and config.several_arms:
+        parent = f"{config.arm.name}_{parent}"
+    _fixed_joint(robot, "camera_joint", parent, "camera_link", camera.position,
                  np.radians(camera.orientation_deg))
     _fixed_joint(robot, "camera_optical_joint", "camera_link", "camera_optical_frame", (0, 0, 0), OPTICAL_RPY)
 

@@ -68,7 +68,7 @@ def two_arm_stack(ros_context):
     from binpick_sim.nodes.process.stack import SimStack
 
     world = [Parameter("realtime_factor", value=0.0), Parameter("config", value=str(TWO_ARMS)),
-             Parameter("camera", value=False)]
+             Parameter("camera", value=False), Parameter("reasoning", value=True)]
     with SimStack(ros_context, {"world": world}) as running:
         yield running
 
@@ -144,3 +144,110 @@ def test_reasoning_reachable_and_blocking_take_the_arm_to_use():
     finally:
         reasoner.close()
         sim.close()
+
+
+def test_the_task_counts_grabs_and_bin_collisions_per_arm():
+    """The right arm grabs (an object held between its fingers above the rims) and the left arm touches
+    the pick bin: each is counted for the arm that did it."""
+    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.picking.task import PickTask
+
+    sim = BinPickingSim(load_config(TWO_ARMS))
+    try:
+        sim.reset(seed=0)
+        task = PickTask(sim, sim.config.task)
+        left, right = sim.arms
+        c = sim.world.client
+        held = sim.scene.objects[0]
+        grasp = right.ee_pose()[0]  # 48 cm up, far above the rims: a grab once both fingers touch it
+        box = c.createCollisionShape(c.GEOM_BOX, halfExtents=[0.01, 0.01, 0.01])
+        block = c.createMultiBody(0, box, -1, grasp.tolist())  # fixed where the fingers close
+        c.removeBody(held.body)
+        held.body = block
+        right.actuate_gripper(False)
+        status = task.update()
+        assert status.arm_grabs == {"left": 0, "right": 1} and status.grabbed == (held.name,)
+        assert status.as_dict()["arm_grabs"] == {"left": 0, "right": 1}
+        left.move_to(left.ik(sim.scene.pick_bin.to_world([-0.08, 0.0, 0.02]), 0.0))  # into the near wall
+        status = task.update()
+        assert status.bin_collision and status.arm_bin_collisions == ("left",)
+        assert task.arm_touches_a_bin(arm=left) and not task.arm_touches_a_bin(arm=right)
+        assert status.as_dict()["arm_bin_collisions"] == ["left"]
+    finally:
+        sim.close()
+
+
+def test_the_robot_description_covers_every_arm_where_pybullet_has_it():
+    """Each arm's links, prefixed with its name, at the poses PyBullet gives them (random joint values)."""
+    from test_description import forward_kinematics, parse
+
+    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.description import cell_description
+
+    config = load_config(TWO_ARMS)
+    sim = BinPickingSim(config)
+    try:
+        robot = parse(cell_description(config))
+        c, rng = sim.world.client, np.random.default_rng(1)
+        values = {}
+        for arm in sim.arms:
+            q = rng.uniform(arm.limits.lower, arm.limits.upper)
+            for joint, value in zip(arm.joints, q):
+                c.resetJointState(arm.body, joint, value)
+            values.update(zip(sim.joint_names(arm), q))
+        poses = forward_kinematics(robot, values)
+        for arm in sim.arms:
+            for name, index in arm.link_index.items():
+                state = c.getLinkState(arm.body, index, computeForwardKinematics=True)
+                assert poses[f"{arm.config.name}_{name}"][:3, 3] == pytest.approx(state[4], abs=1e-6), name
+        assert "panda_link0" not in poses  # every Panda link is some arm's
+    finally:
+        sim.close()
+
+
+@pytest.mark.slow
+def test_the_two_arm_demo_picks_with_one_arm_while_the_other_moves(tmp_path):
+    """`make demo-two-arms`'s command: the first arm picks over ROS while the other is sent, over its own
+    topics, above the drop bin; it succeeds only if both happen."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    makefile = (repo / "Makefile").read_text()
+    assert "-m binpick_sim.demo --config config/scene_two_arms.yaml --seed $(SEED) --out $(OUT)" in makefile
+    result = subprocess.run([sys.executable, "-m", "binpick_sim.demo", "--config", "config/scene_two_arms.yaml",
+                             "--seed", "0", "--out", str(tmp_path)], cwd=repo, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "demo succeeded" in result.stdout
+    assert "right: right_panda_joint1..right_panda_finger_joint2 at the sent pose" in result.stdout
+    assert "grabs per arm: {'left': 1, 'right': 0}" in result.stdout
+
+
+def test_the_reasoning_node_answers_for_the_arm_its_parameter_names(ros_context, two_arm_stack):
+    import json
+
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+
+    from binpick_sim.nodes.clients.client import SimClient
+
+    client = SimClient("test_reasoning_arm", context=ros_context, topics={})
+    try:
+        remote = AsyncParameterClient(client.node, "reasoning")
+        client.spin_until(remote.services_are_ready, 30, "reasoning's parameter services")
+
+        def set_arm(name):
+            future = remote.set_parameters([Parameter("arm", value=name)])
+            client.spin_until(future.done, 30, "arm set")
+            return future.result().results[0]
+
+        refused = set_arm("middle")
+        assert not refused.successful and "unknown arm 'middle' (arms: left, right)" in refused.reason
+        assert json.loads(client.call("reasoning/reachable", timeout=60).message)["arm"] == "left"
+        assert set_arm("right").successful
+        answer = json.loads(client.call("reasoning/reachable", timeout=60).message)
+        assert answer["arm"] == "right" and answer["objects"]
+    finally:
+        client.close()
