@@ -33,16 +33,23 @@ def cell_description(config: Config, ros2_control: bool = False, namespace: str 
     _add_bins(robot, config)
     _add_camera(robot, config)
     if ros2_control:
-        robot.append(_ros2_control(namespace))
+        for arm in config.arms:  # several arms: one system each, in the arm's namespace, its joints prefixed
+            robot.append(_ros2_control(namespace, arm.name if config.several_arms else ""))
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
-def _ros2_control(namespace: str) -> ET.Element:
+def _ros2_control(namespace: str, arm: str = "") -> ET.Element:
     """The <ros2_control> block, its hardware's topics in the simulation's namespace (absolute names,
-    since the controller manager that reads them runs in a namespace of its own)."""
+    since the controller manager that reads them runs in a namespace of its own); `arm`: with several
+    arms, the arm's name: its own system, joints and namespace."""
     block = ET.parse(share_dir() / "urdf" / ROS2_CONTROL).getroot()
-    prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    namespace = "/".join(part for part in (namespace.strip("/"), arm) if part)
+    prefix = "/" + namespace if namespace else ""
+    if arm:
+        block.set("name", f"{block.get('name')}_{arm}")
+        for joint in block.iter("joint"):
+            joint.set("name", f"{arm}_{joint.get('name')}")
     topics = {"joint_commands_topic": "arm/joint_commands", "joint_states_topic": "binpick/joint_states"}
     for param in block.iter("param"):
         if param.get("name") in topics:

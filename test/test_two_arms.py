@@ -1,6 +1,7 @@
 """Several arms (seed 000's `robots`): the scene file's `arms:`, one arm node per arm under its own
 namespace over ROS, each obeying only its own commands."""
 import dataclasses
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -251,3 +252,33 @@ def test_the_reasoning_node_answers_for_the_arm_its_parameter_names(ros_context,
         assert answer["arm"] == "right" and answer["objects"]
     finally:
         client.close()
+
+
+def test_the_ros2_control_description_has_one_system_per_arm():
+    from binpick_sim.description import cell_description
+
+    robot = ET.fromstring(cell_description(load_config(TWO_ARMS), ros2_control=True, namespace="/cell"))
+    systems = robot.findall("ros2_control")
+    assert [s.get("name") for s in systems] == ["binpick_sim_left", "binpick_sim_right"]
+    for system, arm in zip(systems, ("left", "right")):
+        params = {p.get("name"): p.text for p in system.iter("param")}
+        assert params["joint_commands_topic"] == f"/cell/{arm}/arm/joint_commands"
+        assert params["joint_states_topic"] == f"/cell/{arm}/binpick/joint_states"
+        joints = [j.get("name") for j in system.findall("joint")]
+        assert len(joints) == 9 and all(j.startswith(f"{arm}_panda_") for j in joints)
+    one = ET.fromstring(cell_description(load_config(default_config()), ros2_control=True))
+    assert [j.get("name") for j in one.find("ros2_control").findall("joint")][0] == "panda_joint1"
+
+
+def test_the_simulation_standards_entities_name_every_arm():
+    from binpick_sim.cell.entities import Entities
+    from binpick_sim.cell.sim import BinPickingSim
+
+    sim = BinPickingSim(load_config(TWO_ARMS))
+    entities = Entities(sim)
+    try:
+        robots = {e.name: e.body for e in entities.all() if "robot" in e.tags}
+        assert robots == {"left": sim.arms[0].body, "right": sim.arms[1].body}
+    finally:
+        entities.close()
+        sim.close()

@@ -73,7 +73,8 @@ class SimStack:
         self.world = WorldNode(**options("world"))
         self.sim, self.loop = self.world.sim, self.world.loop
         owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
-        self.arm_nodes = [ArmNode(self.sim, self.loop, owner, arm, **options("arm"), **arm_namespace(self.world, arm))
+        self.arm_nodes = [ArmNode(self.sim, self.loop, owner if arm is self.sim.arm else None, arm, **options("arm"),
+                                  **arm_namespace(self.world, arm))  # the robot interface drives the first arm
                           for arm in self.sim.arms]
         self.nodes = [self.world, *self.arm_nodes]
         if self.world.camera_enabled:
