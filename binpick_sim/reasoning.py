@@ -79,16 +79,20 @@ class Reasoner:
         for body in self.copy_objects.values():
             copy.removeBody(body)
         self.copy_objects = {}
+        for arm, twin in zip(self.sim.arms[1:], self.copy.arms[1:]):  # several arms: the others (first: below)
+            for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
+                copy.resetJointState(twin.body, joint, position, velocity)
+            twin.command_motors(arm.position_targets, arm.velocity_targets)
         for obj in self.sim.scene.objects:
             position, orientation = live.getBasePositionAndOrientation(obj.body)
             body = copy.loadURDF(str(obj.urdf), position, orientation, globalScaling=obj.scale)
             copy.changeDynamics(body, -1, mass=live.getDynamicsInfo(obj.body, -1)[0])
             copy.resetBaseVelocity(body, *live.getBaseVelocity(obj.body))
             self.copy_objects[obj.name] = body
-        for arm, twin in zip(self.sim.arms, self.copy.arms):
-            for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
-                copy.resetJointState(twin.body, joint, position, velocity)
-            twin.command_motors(arm.position_targets, arm.velocity_targets)
+        arm, twin = self.sim.arm, self.copy.arm
+        for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
+            copy.resetJointState(twin.body, joint, position, velocity)
+        twin.command_motors(arm.position_targets, arm.velocity_targets)
 
     # --- the queries --------------------------------------------------------------------------
     def stable(self, names: list[str] | None = None) -> dict[str, bool]:

@@ -135,12 +135,13 @@ def test_bad_shake_parameters_are_refused_over_ros(client, stack, name, value):
 
 def test_world_shake_service_spreads_the_pick_bin(client, stack):
     sim, loop = stack.sim, stack.loop
+    loop.run(sim.reset, 1)  # eight objects: a tall heap (the world keeps stepping between these calls)
     loop.run(heap_in_a_corner, sim)
     before = loop.run(spread, sim)
-    assert all(r.successful for r in set_world_parameters(client, shake_amplitude=0.02, shake_frequency=3.0,
-                                                          shake_duration=1.5))
+    assert all(r.successful for r in set_world_parameters(client, shake_amplitude=0.03, shake_frequency=3.0,
+                                                          shake_duration=2.0))
     answer = client.call("world/shake_pick_bin")
-    assert answer.success and "0.02 m at 3 Hz for 1.5 s" in answer.message
+    assert answer.success and "0.03 m at 3 Hz for 2 s" in answer.message
     again = client.call("world/shake_pick_bin")  # one shake at a time
     assert not again.success and "already shaking" in again.message
     client.spin_until(lambda: not loop.run(lambda: sim.shakers["pick_bin"].shaking), 60, "the shake to end")

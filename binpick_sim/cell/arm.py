@@ -176,20 +176,6 @@ class FrankaArm:
         _, quat = self.ee_pose()
         return float(self.world.client.getEulerFromQuaternion(quat)[2])
 
-    def finger_wrenches(self) -> np.ndarray:
-        """2 x 6 reaction wrenches [Fx Fy Fz Mx My Mz] of the finger joints, in each joint's frame."""
-        states = self.world.client.getJointStates(self.body, self.finger_joints)
-        return np.array([s[2] for s in states])
-
-    def finger_forces(self) -> np.ndarray:
-        """Squeeze force of each finger [N]: the magnitude of its joint's reaction force.
-
-        (The seed reads the z component; in PyBullet's frame for these joints the squeeze shows up on x,
-        so the magnitude is the reading that means the same thing.)
-        """
-        return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
-
-    # --- the seed's FrankaArm state getters -----------------------------------------------------
     def get_position_velocity_state(self) -> np.ndarray:
         """Seed FrankaArm: 18 values, the 7 joint angles, the 2 finger positions, then their 9 velocities."""
         position, velocity, _ = self.joint_states()
@@ -213,6 +199,19 @@ class FrankaArm:
         tolerance = self.config.position_tolerance
         fingers = (error[7:] < tolerance) | (np.abs(velocity[7:]) < FINGER_STOPPED)
         return bool(np.all(error[:7] < tolerance) and np.all(fingers))
+
+    def finger_wrenches(self) -> np.ndarray:
+        """2 x 6 reaction wrenches [Fx Fy Fz Mx My Mz] of the finger joints, in each joint's frame."""
+        states = self.world.client.getJointStates(self.body, self.finger_joints)
+        return np.array([s[2] for s in states])
+
+    def finger_forces(self) -> np.ndarray:
+        """Squeeze force of each finger [N]: the magnitude of its joint's reaction force.
+
+        (The seed reads the z component; in PyBullet's frame for these joints the squeeze shows up on x,
+        so the magnitude is the reading that means the same thing.)
+        """
+        return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
 
     # --- motor targets (no stepping) ----------------------------------------------------------
     def set_position_targets(self, q) -> np.ndarray:
