@@ -18,10 +18,11 @@ ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-p
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
 
-.PHONY: help venv demo test run bench lock clean
+.PHONY: help venv demo demo-two-arms test run bench lock clean
 
 help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
+	@echo "make demo-two-arms - the same with two arms (config/scene_two_arms.yaml): one picks, the other moves"
 	@echo "make test   - set up .venv if needed and run the test suite"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
@@ -38,6 +39,9 @@ $(STAMP): requirements.txt setup.py package.xml
 
 demo: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.demo --seed $(SEED) --out $(OUT)
+
+demo-two-arms: $(STAMP)
+	$(ROS_ENV) $(PY) -m binpick_sim.demo --config config/scene_two_arms.yaml --seed $(SEED) --out $(OUT)
 
 test: $(STAMP)
 	$(ROS_ENV) $(PY) -m pytest test

@@ -126,11 +126,16 @@ class SceneConfig:
 
 
 ARM_JOINTS = 9
+MAX_ARMS = 4  # each arm is a Panda, its IK solver and its node: more would not fit around two bins anyway
+ARM_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")  # a ROS namespace token and a joint-name prefix
+# Names that several arms' namespaces must not take: the stack's own nodes and topic roots.
+RESERVED_ARM_NAMES = ("world", "camera", "task", "reasoning", "robot", "simulation", "clock", "diagnostics")
 
 
 @dataclass(frozen=True)
 class ArmConfig:
     base_position: Vec3
+    name: str = "arm"  # with several arms (`arms:`): its namespace and joint-name prefix
     base_orientation_deg: Vec3 = (0.0, 0.0, 0.0)
     home: tuple[float, ...] = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02, 0.02)
     gripper_open: float = 0.02
@@ -146,6 +151,8 @@ class ArmConfig:
     ik_rounds: int = 6  # IK refinement passes after the first (until 0.1 mm), at most
 
     def __post_init__(self):
+        _check(ARM_NAME.fullmatch(self.name) is not None, "name",
+               f"must be lower case letters, digits and _ (a letter first, at most 32), got {self.name[:40]!r}")
         _check(len(self.home) == ARM_JOINTS, "home", f"needs {ARM_JOINTS} values (7 joints [rad], 2 fingers [m])")
         _check(0 < self.gripper_open <= 0.04, "gripper_open", "finger position must be in (0, 0.04] m")
         _check(self.workspace_margin >= 0, "workspace_margin", "must be >= 0 m")
@@ -235,7 +242,23 @@ class Config:
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)
+    arms: tuple[ArmConfig, ...] = ()  # every arm, `arm` first; a file gives `arm:` (one) or `arms:` (a list)
     source: str = field(default="<defaults>", compare=False)
+
+    def __post_init__(self):
+        # `arm` is the first arm: a file with `arms:` fills it from the list, one with `arm:` is a list of one,
+        # and dataclasses.replace(config, arm=...) changes the first arm.
+        object.__setattr__(self, "arms", (self.arm, *self.arms[1:]))
+        _check(len(self.arms) <= MAX_ARMS, "arms", f"at most {MAX_ARMS} arms, got {len(self.arms)}")
+        names = [a.name for a in self.arms]
+        _check(len(set(names)) == len(names), "arms", f"every arm needs a name of its own, got {names}")
+        if len(self.arms) > 1:
+            reserved = [n for n in names if n in RESERVED_ARM_NAMES]
+            _check(not reserved, "arms", f"{reserved[:1]} is taken by the simulation's own nodes and topics")
+
+    @property
+    def several_arms(self) -> bool:
+        return len(self.arms) > 1
 
 
 def load_config(path: str | Path) -> Config:
@@ -295,9 +318,22 @@ def config_from_dict(data: dict) -> Config:
     return _build(Config, data, "")
 
 
+def _one_arm_or_several(data: dict) -> dict:
+    """`arm:` (one arm, as ever) or `arms:` (a list of one or more): never both, never neither."""
+    if "arms" not in data:
+        return data
+    _check("arm" not in data, "arms", "give either arm (one arm) or arms (a list), not both")
+    arms = data["arms"]
+    _check(isinstance(arms, list) and 0 < len(arms) <= MAX_ARMS, "arms",
+           f"expected a list of 1 to {MAX_ARMS} arms, got {_describe(arms)}")
+    return {**data, "arm": arms[0]}
+
+
 def _build(cls, data, prefix: str):
     if not isinstance(data, dict):
         raise ConfigError(f"{prefix or 'top level'}: expected a mapping, got {_describe(data)}")
+    if cls is Config:
+        data = _one_arm_or_several(data)
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name != "source"}
     unknown = sorted(set(data) - set(fields))
@@ -443,6 +479,7 @@ def config_to_dict(config: Config) -> dict:
 
     data = plain(dataclasses.asdict(config))
     data.pop("source")
+    data.pop("arm" if config.several_arms else "arms")
     return data
 
 

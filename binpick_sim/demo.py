@@ -3,6 +3,10 @@
 The env starts the `sim` executable in its own process (lock-step, task node on) and talks to it only
 over topics and services; every action is an `arm/delta_commands` message. The demo exits 0 once the
 task node counts a grab (an object held a bin's height above the rims by both fingers).
+
+With a scene of several arms (`make demo-two-arms`: config/scene_two_arms.yaml) the env drives the
+first arm, and at the same time the demo sends every other arm over its own topics
+(`<name>/arm/position_commands`) to a pose above the drop bin; it then also needs each of them there.
 """
 from __future__ import annotations
 
@@ -40,16 +44,69 @@ def main(argv: list[str] | None = None) -> int:
           f"(its log: {Path(backend.folder.name) / 'sim.log'} while it runs)")
     print(f"2. the pick bin holds {info['objects_left']} objects: "
           f"{', '.join(o.name for o in env.unwrapped.object_views())}")
+    others = OtherArms(env) if env.unwrapped.config.several_arms else None
     try:
+        if others:
+            others.send()
         grabbed, steps = pick(env, observation)
         save_images(env.unwrapped.last, args.out)
+        arrived = others.arrived() if others else True
+        if others:
+            print(f"5. grabs per arm: {env.unwrapped.last.status['arm_grabs']}")
     finally:
+        if others:
+            others.close()
         env.close()
-    if grabbed:
+    if grabbed and arrived:
         print(f"demo succeeded: {grabbed} grabbed after {steps} env steps ({steps * 0.1:.1f} s of sim time)")
         return 0
+    if grabbed:
+        print("demo failed: the other arms did not reach their poses")
+        return 1
     print(f"demo failed: nothing grabbed in {steps} env steps")
     return 1
+
+
+# Joint targets for the other arms: in the two-arm scene, the right arm's grasp target 25 cm above the drop
+# bin's centre (0.5, 0.18, 0.25), out of the first arm's way (its IK solution, rounded).
+OTHER_ARM_POSE = np.array([1.39, -0.31, -1.69, -2.21, -0.39, 2.21, -2.42, 0.02, 0.02])
+
+
+class OtherArms:
+    """Every arm but the first, each driven over its own namespace's topics while the env picks."""
+
+    def __init__(self, env):
+        from sensor_msgs.msg import JointState
+
+        from .nodes.clients.client import SimClient
+
+        backend = env.unwrapped.backend
+        names = [arm.name for arm in env.unwrapped.config.arms[1:]]
+        self.clients = {name: SimClient(f"demo_{name}", namespace=f"{NAMESPACE}/{name}", context=backend.context,
+                                        topics={"joint_states": JointState}) for name in names}
+
+    def send(self) -> None:
+        for name, client in self.clients.items():
+            client.spin_until(lambda c=client: c.publishers["position"].get_subscription_count() > 0, 30,
+                              f"{name}'s arm node")
+            client.send("position", OTHER_ARM_POSE)
+            print(f"   {name}: sent to {np.round(OTHER_ARM_POSE[:7], 2).tolist()} on "
+                  f"{NAMESPACE}/{name}/arm/position_commands")
+
+    def arrived(self) -> bool:
+        done = True
+        for name, client in self.clients.items():
+            client.wait_for_topics(["joint_states"], timeout=30)
+            client.spin_for(0.2)
+            error = float(np.abs(client.joint_positions()[:7] - OTHER_ARM_POSE[:7]).max())
+            names = list(client.latest["joint_states"].name)
+            print(f"   {name}: {names[0]}..{names[-1]} at the sent pose within {error:.4f} rad")
+            done = done and error < 0.01
+        return done
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
 
 
 def pick(env, observation) -> tuple[str | None, int]:

@@ -17,7 +17,7 @@ import numpy as np
 import pybullet_data
 
 from .cell.bin_geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
-from .config import BinConfig, Config, ConfigError, load_config
+from .config import ArmConfig, BinConfig, Config, ConfigError, load_config
 from .paths import default_config, share_dir
 
 PANDA_DIR = Path(pybullet_data.getDataPath()) / "franka_panda"
@@ -28,20 +28,28 @@ ROS2_CONTROL = "ros2_control.xml"  # the <ros2_control> block for topic_based_ro
 def cell_description(config: Config, ros2_control: bool = False, namespace: str = "") -> str:
     robot = ET.Element("robot", name="binpick_cell")
     ET.SubElement(robot, "link", name="world")
-    _add_panda(robot, config)
+    for arm in config.arms:  # with several, each arm's links and joints carry its name (left_panda_link0)
+        _add_panda(robot, arm, f"{arm.name}_" if config.several_arms else "")
     _add_bins(robot, config)
     _add_camera(robot, config)
     if ros2_control:
-        robot.append(_ros2_control(namespace))
+        for arm in config.arms:  # several arms: one system each, in the arm's namespace, its joints prefixed
+            robot.append(_ros2_control(namespace, arm.name if config.several_arms else ""))
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
-def _ros2_control(namespace: str) -> ET.Element:
+def _ros2_control(namespace: str, arm: str = "") -> ET.Element:
     """The <ros2_control> block, its hardware's topics in the simulation's namespace (absolute names,
-    since the controller manager that reads them runs in a namespace of its own)."""
+    since the controller manager that reads them runs in a namespace of its own); `arm`: with several
+    arms, the arm's name: its own system, joints and namespace."""
     block = ET.parse(share_dir() / "urdf" / ROS2_CONTROL).getroot()
-    prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    namespace = "/".join(part for part in (namespace.strip("/"), arm) if part)
+    prefix = "/" + namespace if namespace else ""
+    if arm:
+        block.set("name", f"{block.get('name')}_{arm}")
+        for joint in block.iter("joint"):
+            joint.set("name", f"{arm}_{joint.get('name')}")
     topics = {"joint_commands_topic": "arm/joint_commands", "joint_states_topic": "binpick/joint_states"}
     for param in block.iter("param"):
         if param.get("name") in topics:
@@ -49,14 +57,21 @@ def _ros2_control(namespace: str) -> ET.Element:
     return block
 
 
-def _add_panda(robot: ET.Element, config: Config) -> None:
-    """PyBullet's Panda, less its PyBullet-only tags, fixed to `world` at the configured base pose."""
+def _add_panda(robot: ET.Element, arm: ArmConfig, prefix: str = "") -> None:
+    """PyBullet's Panda, less its PyBullet-only tags, fixed to `world` at the arm's base pose; `prefix`
+    before every link and joint name (several arms, as their joint_states name them)."""
     panda = ET.parse(PANDA_DIR / "panda.urdf").getroot()
-    _fixed_joint(robot, "world_to_panda", "world", "panda_link0", config.arm.base_position,
-                 np.radians(config.arm.base_orientation_deg))
+    _fixed_joint(robot, f"world_to_{prefix}panda", "world", f"{prefix}panda_link0", arm.base_position,
+                 np.radians(arm.base_orientation_deg))
     for element in panda:
         if element.tag not in ("link", "joint"):
             continue
+        if prefix:
+            element.set("name", prefix + element.get("name"))
+            for reference in element.findall("parent") + element.findall("child"):
+                reference.set("link", prefix + reference.get("link"))
+            for mimic in element.findall("mimic"):
+                mimic.set("joint", prefix + mimic.get("joint"))
         for contact in element.findall("contact"):
             element.remove(contact)
         for collision in element.findall("collision"):
@@ -88,9 +103,12 @@ def _add_camera(robot: ET.Element, config: Config) -> None:
     """camera_link / camera_optical_frame for `camera:`, camera_<name>_link / ..._optical_frame for `cameras:`."""
     for name, camera in {"": config.camera, **config.cameras}.items():
         prefix = f"camera_{name}" if name else "camera"
+        parent = camera.parent  # a Panda link of the first arm, as the simulation mounts it, or world
+        if parent != "world" and config.several_arms:
+            parent = f"{config.arm.name}_{parent}"
         ET.SubElement(robot, "link", name=f"{prefix}_link")
         ET.SubElement(robot, "link", name=f"{prefix}_optical_frame")
-        _fixed_joint(robot, f"{prefix}_joint", camera.parent, f"{prefix}_link", camera.position,
+        _fixed_joint(robot, f"{prefix}_joint", parent, f"{prefix}_link", camera.position,
                      np.radians(camera.orientation_deg))
         _fixed_joint(robot, f"{prefix}_optical_joint", f"{prefix}_link", f"{prefix}_optical_frame", (0, 0, 0),
                      OPTICAL_RPY)

@@ -55,7 +55,10 @@ class Reasoner:
         """name -> (body id, type) for every body of the live world (or of the copy)."""
         sim = sim or self.sim
         named = {name: (body, ENVIRONMENT) for name, body in sim.scene.environment_bodies.items()}
-        named[ROBOT_NAME] = (sim.arm.body, ROBOT)
+        if sim.config.several_arms:  # each arm by its own name (seed 000's `robots`)
+            named.update({arm.config.name: (arm.body, ROBOT) for arm in sim.arms})
+        else:
+            named[ROBOT_NAME] = (sim.arm.body, ROBOT)
         if sim is self.copy:
             named.update({name: (body, OBJECT) for name, body in self.copy_objects.items()})
         else:
@@ -88,16 +91,16 @@ class Reasoner:
             copy.changeDynamics(body, -1, mass=live.getDynamicsInfo(obj.body, -1)[0])
             copy.resetBaseVelocity(body, *live.getBaseVelocity(obj.body))
             self.copy_objects[obj.name] = body
-        arm, twin = self.sim.arm, self.copy.arm
-        positions = []
-        for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
-            copy.resetJointState(twin.body, joint, position, velocity)
-            positions.append(position)
-        # Joints a torque controller (or the robot interface) drives have stale motor targets: the copy
-        # holds them where they are, as a controller does that is not told to move (it is not copied).
-        torqued = ~np.isnan(arm.torque_commands)
-        twin.command_motors(np.where(torqued, positions, arm.position_targets),
-                            np.where(torqued, np.nan, arm.velocity_targets))
+        for arm, twin in zip(self.sim.arms, self.copy.arms):
+            positions = []
+            for joint, (position, velocity, *_) in zip(arm.joints, live.getJointStates(arm.body, arm.joints)):
+                copy.resetJointState(twin.body, joint, position, velocity)
+                positions.append(position)
+            # Joints a torque controller (or the robot interface) drives have stale motor targets: the copy
+            # holds them where they are, as a controller does that is not told to move (it is not copied).
+            torqued = ~np.isnan(arm.torque_commands)
+            twin.command_motors(np.where(torqued, positions, arm.position_targets),
+                                np.where(torqued, np.nan, arm.velocity_targets))
 
     # --- the queries --------------------------------------------------------------------------
     def stable(self, names: list[str] | None = None) -> dict[str, bool]:
@@ -170,9 +173,10 @@ class Reasoner:
         return answers
 
     def reachable(self, targets: dict[str, np.ndarray], link: str, threshold: float,
-                  top_down: bool) -> dict[str, dict]:
-        """Seed: IK for each target on a copy of the arm; reachable if `link` ends within `threshold`."""
-        arm = self.sim.arm
+                  top_down: bool, arm: str | None = None) -> dict[str, dict]:
+        """Seed: IK for each target on a copy of the arm; reachable if `link` ends within `threshold`.
+        `arm`: the arm's name (several arms; default the first)."""
+        arm = self.sim.arm_named(arm) if arm else self.sim.arm
         if link not in arm.link_index:
             raise KeyError(f"unknown link {link!r} (links: {', '.join(sorted(arm.link_index))})")
         start = arm.joint_states()[0]
@@ -182,21 +186,23 @@ class Reasoner:
             answers[name] = {"reachable": error < threshold, "distance": error, "joints": q.tolist()}
         return answers
 
-    def blocking(self, link: str, top_down: bool, names: list[str] | None = None) -> dict[str, list[str]]:
-        """Seed: put a copy of the arm at the IK pose for each object; everything it then touches,
-        other than the object itself, blocks (environment bodies included: filter them by type)."""
+    def blocking(self, link: str, top_down: bool, names: list[str] | None = None,
+                 arm: str | None = None) -> dict[str, list[str]]:
+        """Seed: put a copy of the arm (`arm`, by name; default the first) at the IK pose for each object;
+        everything it then touches, other than the object itself, blocks (environment bodies and the
+        other arms included: filter them by type)."""
         names = self.objects(names)
         targets = {n: self.object_position(n) for n in names}
-        poses = self.reachable(targets, link, np.inf, top_down)
+        poses = self.reachable(targets, link, np.inf, top_down, arm)
         self.mirror()
-        copy, twin = self.copy.world.client, self.copy.arm
+        copy, twin = self.copy.world.client, self.copy.arm_named(arm) if arm else self.copy.arm
         copy_bodies = self.bodies(self.copy)
         answers = {}
         for name in names:
             for joint, value in zip(twin.joints, poses[name]["joints"]):
                 copy.resetJointState(twin.body, joint, value)
             answers[name] = sorted(other for other, (body, kind) in copy_bodies.items()
-                                   if kind != ROBOT and other != name
+                                   if body != twin.body and other != name
                                    and copy.getClosestPoints(twin.body, body, CONTACT_DISTANCE))
         return answers
 

@@ -6,9 +6,13 @@
         [publish_description:=true]
 
 `ros2 launch binpick_sim sim.launch.py -s` lists the arguments with their descriptions.
+
+A scene of several arms (`arms:`, e.g. config/scene_two_arms.yaml) runs one robot_state_publisher per
+arm, in the arm's namespace, reading that arm's `<name>/joint_states`; each has the whole cell's
+description (every arm's links carry the arm's name, so their TF frames never clash).
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction
+from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node, PushRosNamespace
@@ -35,6 +39,18 @@ ARGUMENTS = [
 ]
 
 
+def _arm_namespaces(config_file: str) -> list[str | None]:
+    """[None] for one arm (robot_state_publisher where it always was), the arms' names for several. A
+    scene file that cannot be read gives [None]: the simulation then stops naming the key."""
+    from binpick_sim.config import ConfigError, load_config
+
+    try:
+        config = load_config(config_file)
+    except ConfigError:
+        return [None]
+    return [arm.name for arm in config.arms] if config.several_arms else [None]
+
+
 def generate_launch_description():
     arg = LaunchConfiguration
     description = ParameterValue(
@@ -46,9 +62,15 @@ def generate_launch_description():
                             "reasoning": arg("reasoning"),
                             "robot_interface": arg("robot_interface"), "realtime_factor": arg("realtime_factor"),
                             "simulation_interfaces": arg("simulation_interfaces")}])
-    state_publisher = Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-                           ros_arguments=log, condition=IfCondition(arg("publish_description")),
-                           parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
+
+    def state_publishers(context):
+        """One robot_state_publisher, or one per arm (in its namespace) for a scene of several arms."""
+        return [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+                     namespace=name, ros_arguments=log, condition=IfCondition(arg("publish_description")),
+                     parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
+                for name in _arm_namespaces(arg("config").perform(context))]
+
+    state_publisher = OpaqueFunction(function=state_publishers)
     rviz = Node(package="rviz2", executable="rviz2", ros_arguments=log, condition=IfCondition(arg("rviz")),
                 arguments=["-d", PathJoinSubstitution([FindPackageShare("binpick_sim"), "config", "binpick.rviz"])],
                 parameters=[{"use_sim_time": arg("use_sim_time")}])

@@ -79,3 +79,36 @@ def test_without_the_worker_a_frame_stops_physics_while_it_renders(ros_context):
             assert camera.frames >= 2 and camera.frame_age == 0.0
         finally:
             watcher.close()
+
+
+def test_worker_mirrors_every_arm_and_labels_each_as_robot():
+    """Two arms, the second moved and the pick bin displaced (as a shake moves it): the worker's frame is
+    the live render of that state, and both arms' pixels carry the robot code."""
+    from binpick_sim.cell.labels import ROBOT
+    from binpick_sim.config import load_config
+    from binpick_sim.paths import share_dir
+
+    config = load_config(share_dir() / "config" / "scene_two_arms.yaml")
+    config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=160, height=120))
+    sim = BinPickingSim(config)
+    worker = RenderWorker(config, "tiny")
+    try:
+        sim.reset(seed=1)
+        left, right = sim.arms
+        right.move_to(right.home + [0.6, 0.3, 0, 0, 0, 0, 0, 0, 0])
+        c, bin_body = sim.world.client, sim.scene.pick_bin.body
+        position, orientation = c.getBasePositionAndOrientation(bin_body)
+        c.resetBasePositionAndOrientation(bin_body, np.add(position, [0.0, 0.02, 0.0]), orientation)
+        worker.request(capture(sim, sim.camera, segmentation=True))
+        done = worker.wait(timeout=120)
+        truth = sim.camera.render(segmentation=True)
+        assert done is not None
+        assert np.array_equal(done.rgb, truth.rgb) and np.array_equal(done.depth, truth.depth)
+        labels = label_image(sim, truth.segmentation)
+        assert np.array_equal(done.labels, labels)
+        for arm in (left, right):
+            assert np.any(truth.segmentation == arm.body), "both arms are in view"
+            assert np.all(labels[truth.segmentation == arm.body] == ROBOT)
+    finally:
+        worker.close()
+        sim.close()

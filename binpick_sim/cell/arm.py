@@ -182,6 +182,30 @@ class FrankaArm:
         _, quat = self.ee_pose()
         return float(self.world.client.getEulerFromQuaternion(quat)[2])
 
+    def get_position_velocity_state(self) -> np.ndarray:
+        """Seed FrankaArm: 18 values, the 7 joint angles, the 2 finger positions, then their 9 velocities."""
+        position, velocity, _ = self.joint_states()
+        return np.concatenate([position, velocity])
+
+    def get_gripper_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Seed FrankaArm: the grasp target's world position and its orientation as Euler angles
+        (roll, pitch, yaw [rad], PyBullet's convention, as `getEulerFromQuaternion` gives them)."""
+        position, orientation = self.ee_pose()
+        return position, np.array(self.world.client.getEulerFromQuaternion(orientation.tolist()))
+
+    def target_reached(self) -> bool:
+        """Whether the arm is where its position targets say (the seed's "until reached" of a position or
+        delta action): the 7 arm joints within `position_tolerance`, and each finger within it or at rest
+        (a finger that squeezes an object never gets to its target). Never in velocity mode."""
+        targets = self.targets
+        if targets is None:
+            return False
+        position, velocity, _ = self.joint_states()
+        error = np.abs(position - targets)
+        tolerance = self.config.position_tolerance
+        fingers = (error[7:] < tolerance) | (np.abs(velocity[7:]) < FINGER_STOPPED)
+        return bool(np.all(error[:7] < tolerance) and np.all(fingers))
+
     def finger_wrenches(self) -> np.ndarray:
         """2 x 6 reaction wrenches [Fx Fy Fz Mx My Mz] of the finger joints, in each joint's frame."""
         states = self.world.client.getJointStates(self.body, self.finger_joints)

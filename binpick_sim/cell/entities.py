@@ -113,9 +113,10 @@ class Entities:
     # --- names --------------------------------------------------------------------------------
     def all(self) -> list[Entity]:
         scene = self.sim.scene
-        entities = [Entity(ROBOT_NAME, ROBOT, self.sim.arm.body, "Franka Emika Panda arm with its gripper",
-                           ("robot", "arm")),
-                    Entity("ground", STATIC, scene.ground, "the ground plane", ("environment",))]
+        several = self.sim.config.several_arms  # then each arm by its own name, as reasoning names them
+        entities = [Entity(arm.config.name if several else ROBOT_NAME, ROBOT, arm.body,
+                           "Franka Emika Panda arm with its gripper", ("robot", "arm")) for arm in self.sim.arms]
+        entities.append(Entity("ground", STATIC, scene.ground, "the ground plane", ("environment",)))
         for b in scene.bins:
             entities.append(Entity(b.name, STATIC, b.body, f"{b.name.replace('_', ' ')}, fixed (from the scene file)",
                                    ("environment", "bin")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 NOTHING = -1  # background: nothing within the far plane
-ROBOT = -2  # any link of the arm or the gripper
+ROBOT = -2  # any link of an arm or its gripper
 CELL = -3  # the floor, the bins, and any other body that is not an object
 
 CODES = {"nothing": NOTHING, "robot": ROBOT, "cell": CELL}
@@ -17,7 +17,8 @@ CODES = {"nothing": NOTHING, "robot": ROBOT, "cell": CELL}
 
 def label_image(sim, segmentation: np.ndarray) -> np.ndarray:
     """PyBullet body ids per pixel (-1: nothing) to world/objects marker ids, or the codes above (int32)."""
-    return relabel(segmentation, {sim.arm.body: ROBOT, **{obj.body: obj.index for obj in sim.scene.objects}})
+    return relabel(segmentation, {**{arm.body: ROBOT for arm in sim.arms},
+                                  **{obj.body: obj.index for obj in sim.scene.objects}})
 
 
 def relabel(segmentation: np.ndarray, labels: dict[int, int]) -> np.ndarray:

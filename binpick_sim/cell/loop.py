@@ -51,7 +51,8 @@ class PhysicsLoop:
         self.paused = False
         self._budget = 0  # steps left of the request being taken
         self._done: Future | None = None  # resolved when the request being taken is done
-        self._requests: collections.deque[tuple[int, Future]] = collections.deque()  # requests still to take
+        self._until: Callable[[], bool] | None = None  # ends the request being taken early when true
+        self._requests: collections.deque[tuple] = collections.deque()  # (steps, Future, until) still to take
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._recent = collections.deque(maxlen=2000)  # (wall time, step count) samples for rates
@@ -71,12 +72,14 @@ class PhysicsLoop:
         """Like `call`, but wait for and return the result (re-raising its exception)."""
         return self.call(fn, *args).result(timeout)
 
-    def advance(self, steps: int) -> Future:
+    def advance(self, steps: int, until: Callable[[], bool] | None = None) -> Future:
         """Take `steps` more physics steps, then (lock-step mode) run the `when_settled` callbacks, at
         once if `steps` is 0. For a lock-step or paused loop; the Future resolves with the step count
-        after them (or fails if the loop stops first)."""
+        after them (or fails if the loop stops first). `until`: checked on the physics thread after each
+        of these steps; the first time it is true the request ends there (the seed's "step until the
+        target is reached", `steps` its bound)."""
         done: Future = Future()
-        self.call(self._add_budget, steps, done)
+        self.call(self._add_budget, steps, done, until)
         return done
 
     @property
@@ -95,8 +98,8 @@ class PhysicsLoop:
         """Lock-step mode, on the physics thread: drop the steps still owed (the request being taken and
         those queued); the `when_settled` callbacks run once if a request was cut short. Returns how many
         steps were dropped."""
-        dropped = max(self._budget, 0) + sum(steps for steps, _ in self._requests)
-        for _, done in self._requests:  # whoever waits for a dropped request hears at once
+        dropped = max(self._budget, 0) + sum(steps for steps, _, _ in self._requests)
+        for _, done, _ in self._requests:  # whoever waits for a dropped request hears at once
             if not done.done():
                 done.set_result(self.world.step_count)
         self._requests.clear()
@@ -149,7 +152,7 @@ class PhysicsLoop:
                 self.world.renderer.claim()  # the client is this thread's again
         self._thread = None
         self._drain(block_until=None)  # fail nothing silently: run what was still queued
-        for done in [d for _, d in self._requests] + [self._done] * (self._done is not None):
+        for done in [d for _, d, _ in self._requests] + [self._done] * (self._done is not None):
             if not done.done():
                 done.set_exception(RuntimeError("the physics loop stopped before the steps were taken"))
         self._requests.clear()
@@ -167,7 +170,7 @@ class PhysicsLoop:
         deadline = time.monotonic()
         while not self._stop.is_set():
             if self._budget <= 0 and self._requests:
-                self._budget, self._done = self._requests.popleft()
+                self._budget, self._done, self._until = self._requests.popleft()
                 if self._budget <= 0:
                     self._finish()
                 continue
@@ -195,6 +198,8 @@ class PhysicsLoop:
             self._run_periodic()
         if self._budget > 0:
             self._budget -= 1
+            if self._until is not None and self._budget > 0 and self._until():
+                self._budget = 0
             if self._budget == 0:
                 self._finish()
 
@@ -246,8 +251,8 @@ class PhysicsLoop:
             if stop_after_work:
                 block_until = None
 
-    def _add_budget(self, steps: int, done: Future) -> None:
-        self._requests.append((steps, done))
+    def _add_budget(self, steps: int, done: Future, until: Callable[[], bool] | None = None) -> None:
+        self._requests.append((steps, done, until))
 
 
 def _resolve(future: Future, fn: Callable, args) -> None:

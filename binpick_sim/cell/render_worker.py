@@ -1,7 +1,7 @@
 """Rendering in a process of its own, from a mirror of the scene, so that frames do not stall physics.
 
-The physics thread only copies what the picture depends on (`capture`: the arm's joint positions, each
-object's URDF, scale and pose, the camera's config, the sim time), well under a millisecond, and sends
+The physics thread only copies what the picture depends on (`capture`: every arm's joint positions,
+the bins' poses (a shaken bin moves), each object's URDF, scale and pose, the camera's config, the sim time), well under a millisecond, and sends
 it to the worker; the worker keeps a copy of the cell (ground, bins, arm: built from the same scene file),
 brings it to that state (objects added, moved or removed by name), renders with the same renderer and
 sends the images back, stamped with the sim time of the state they show. The physics thread collects a
@@ -26,7 +26,8 @@ class SceneState:
 
     stamp: float
     camera: CameraConfig
-    joints: tuple[float, ...]  # every joint of the arm's body, in index order
+    joints: tuple[tuple[float, ...], ...]  # per arm (the scene's order), every joint of its body in index order
+    bins: tuple[tuple[tuple, tuple], ...]  # per bin (the scene's order): position, xyzw
     objects: tuple[tuple[str, int, str, float, tuple, tuple], ...]  # name, marker id, urdf, scale, position, xyzw
     segmentation: bool
 
@@ -42,13 +43,14 @@ class RenderedFrame:
 
 def capture(sim, camera, segmentation: bool) -> SceneState:
     """The state of the live world a frame of `camera` depends on (physics thread)."""
-    c, arm = sim.world.client, sim.arm
-    joints = tuple(s[0] for s in c.getJointStates(arm.body, range(c.getNumJoints(arm.body))))
+    c = sim.world.client
+    joints = tuple(tuple(s[0] for s in c.getJointStates(arm.body, range(c.getNumJoints(arm.body)))) for arm in sim.arms)
+    bins = tuple(tuple(map(tuple, c.getBasePositionAndOrientation(b.body))) for b in sim.scene.bins)
     objects = []
     for obj in sim.scene.objects:
         position, orientation = c.getBasePositionAndOrientation(obj.body)
         objects.append((obj.name, obj.index, str(obj.urdf), float(obj.scale), tuple(position), tuple(orientation)))
-    return SceneState(sim.world.time, camera.config, joints, tuple(objects), segmentation)
+    return SceneState(sim.world.time, camera.config, joints, bins, tuple(objects), segmentation)
 
 
 class RenderWorker:
@@ -122,7 +124,7 @@ def _serve(connection, data: dict, parent: int) -> None:
                 frame = camera.render(segmentation=state.segmentation)
                 labels = None
                 if state.segmentation:
-                    labels = relabel(frame.segmentation, {sim.arm.body: ROBOT, **{
+                    labels = relabel(frame.segmentation, {**{arm.body: ROBOT for arm in sim.arms}, **{
                         bodies[name][0]: index for name, index, *_ in state.objects}})
                 connection.send(RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, camera.intrinsics()))
             except Exception as exc:  # tell the camera node, keep serving
@@ -132,7 +134,7 @@ def _serve(connection, data: dict, parent: int) -> None:
 
 
 def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
-    """Objects added, moved and removed by name, and the arm's joints, as in `state`."""
+    """Objects added, moved and removed by name, the arms' joints and the bins' poses, as in `state`."""
     wanted = {name: (urdf, scale, position, orientation)
               for name, _, urdf, scale, position, orientation in state.objects}
     for name in [n for n, (_, urdf, scale) in bodies.items() if n not in wanted or wanted[n][:2] != (urdf, scale)]:
@@ -142,5 +144,8 @@ def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
             c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
         else:
             bodies[name] = (c.loadURDF(urdf, position, orientation, globalScaling=scale), urdf, scale)
-    for joint, position in enumerate(state.joints):
-        c.resetJointState(sim.arm.body, joint, position)
+    for arm, joints in zip(sim.arms, state.joints):
+        for joint, position in enumerate(joints):
+            c.resetJointState(arm.body, joint, position)
+    for bin_, pose in zip(sim.scene.bins, state.bins):
+        c.resetBasePositionAndOrientation(bin_.body, *pose)

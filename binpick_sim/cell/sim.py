@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arm import FrankaArm
+from .arm import JOINT_NAMES, FrankaArm
 from . import rendering
+from .bin_shake import BinShaker
 from .camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
@@ -26,11 +27,15 @@ class BinPickingSim:
             self.world.close()
             raise
         self.scene = BinScene(self.world, config.scene)
-        self.arm = FrankaArm(self.world, config.arm, workspace=self.scene.pick_bin)
+        # Seed 000's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
+        # cameras' mount, the gym envs' arm).
+        self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin) for arm in config.arms]
+        self.arm = self.arms[0]
         self.camera = Camera(self.world, config.camera, arm=self.arm)  # the scene file's `camera:`
         # every camera by name: "" is `camera:` (today's topic and frame names), the others `cameras:`
         self.cameras = {"": self.camera, **{name: Camera(self.world, c, arm=self.arm, name=name)
                                             for name, c in config.cameras.items()}}
+        self.shakers = {b.name: BinShaker(self.world, b, self.scene.ground) for b in self.scene.bins}
         self._meshes: dict = {}
 
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
@@ -38,7 +43,10 @@ class BinPickingSim:
         if seed is not None:
             self.world.seed(seed)
         self.episode_start = (self.world.rng.bit_generator.state, keep_object_type)
-        self.arm.reset()
+        for shaker in self.shakers.values():
+            shaker.stop()
+        for arm in self.arms:
+            arm.reset()
         self.scene.reset(keep_object_type=keep_object_type)
 
     def restart_episode(self) -> None:
@@ -48,8 +56,31 @@ class BinPickingSim:
         self.world.rng.bit_generator.state = rng_state
         self.reset(keep_object_type=keep_object_type)
 
+    def shake_bin(self, name: str, amplitude: float, frequency: float, duration: float, wait: bool = True) -> None:
+        """Shake `pick_bin` or `drop_bin` so that its objects spread (see bin_shake): `amplitude` [m],
+        `frequency` [Hz], `duration` [s]. With `wait`, step the world until the bin is fixed at its pose
+        again; otherwise the world's next steps carry the shake out. ValueError on bad parameters."""
+        shaker = self.shakers.get(name)
+        if shaker is None:
+            raise ValueError(f"no bin named {name!r} (bins: {', '.join(self.shakers)})")
+        shaker.start(amplitude, frequency, duration)
+        while wait and shaker.shaking:
+            self.world.step()
+
+    def arm_named(self, name: str) -> FrankaArm:
+        for arm in self.arms:
+            if arm.config.name == name:
+                return arm
+        raise KeyError(f"no arm named {name!r} (arms: {', '.join(a.config.name for a in self.arms)})")
+
+    def joint_names(self, arm: FrankaArm) -> tuple[str, ...]:
+        """The arm's joint names as ROS sees them: the Panda's own for one arm; with several, prefixed
+        with the arm's name (left_panda_joint1), as multi-robot setups keep one TF tree without clashes."""
+        return tuple(f"{arm.config.name}_{n}" for n in JOINT_NAMES) if self.config.several_arms else JOINT_NAMES
+
     def close(self) -> None:
-        self.arm.solver.close()
+        for arm in self.arms:
+            arm.solver.close()
         self.world.close()
 
     def object_views(self) -> list[ObjectView]:

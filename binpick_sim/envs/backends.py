@@ -24,6 +24,7 @@ from ..cell.sim import BinPickingSim
 from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
+UNTIL_REACHED = "_until_reached"  # a command's suffix in task/step's codes (task_node.STEP_COMMANDS)
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
 RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
 
@@ -55,7 +56,9 @@ class DirectBackend:
         self.task.reset()
         return self.observe(self.task.update().as_dict())
 
-    def step(self, command: str, values: np.ndarray, steps: int) -> Observation:
+    def step(self, command: str, values: np.ndarray, steps: int, until_reached: bool = False) -> Observation:
+        """`until_reached`: `steps` is a bound; stop after the first step that leaves the arm at its
+        targets (FrankaArm.target_reached), as the ROS backend's lock-step request does."""
         arm = self.sim.arm
         if command == "position":
             arm.set_position_targets(values)
@@ -63,7 +66,13 @@ class DirectBackend:
             arm.set_velocity_targets(values)
         else:
             arm.set_position_targets(arm.delta_targets(values))
-        self.sim.world.step(steps)
+        if until_reached:
+            for _ in range(steps):
+                self.sim.world.step()
+                if arm.target_reached():
+                    break
+        else:
+            self.sim.world.step(steps)
         return self.observe(self.task.update().as_dict())
 
     def observe(self, status: dict) -> Observation:
@@ -147,8 +156,8 @@ class RosBackend:
                 if time.monotonic() > deadline:
                     raise
 
-    def step(self, command: str, values: np.ndarray, steps: int) -> Observation:
-        return self._exchange(command, values, steps)
+    def step(self, command: str, values: np.ndarray, steps: int, until_reached: bool = False) -> Observation:
+        return self._exchange(command + UNTIL_REACHED * until_reached, values, steps)
 
     def _exchange(self, command: str, values, steps: int, timeout: float = TIMEOUT) -> Observation:
         """Send one task/step request and wait for its reply (and, in image mode, its images)."""

@@ -22,16 +22,26 @@ OBSERVATIONS = ("image", "state")
 
 
 class FrankaEnv(gym.Env):
-    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 10}
+    metadata = {"render_modes": ["rgb_array", "depth_array", "human"], "render_fps": 10}
     command = "position"
 
     def __init__(self, config_file: str | Path | None = None, backend: str = "direct", observation: str = "image",
                  render_mode: str | None = None, camera_size: tuple[int, int] | None = None,
-                 renderer: str | None = None, **backend_options):
+                 renderer: str | None = None, render_depth: bool = False, until_reached: bool = False,
+                 **backend_options):
+        """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
+        `render_depth`: with render_mode "rgb_array", `render()` returns (rgb, depth) as the seed's
+        `render(get_depth_data=True)` does. `until_reached`: a step lasts until the arm reaches the
+        commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`."""
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if render_depth and render_mode != "rgb_array":
+            raise ValueError(f"render_depth=True needs render_mode='rgb_array', got {render_mode!r}")
+        if until_reached and self.command not in ("position", "delta"):
+            raise ValueError(f"until_reached=True is for position and delta actions, not {self.command}")
+        self.render_depth, self.until_reached = bool(render_depth), bool(until_reached)
         config = load_config(config_file or default_config())
         if camera_size is not None:
             width, height = camera_size
@@ -41,7 +51,7 @@ class FrankaEnv(gym.Env):
         self.config = config
         self.observation_mode = observation
         self.render_mode = render_mode
-        images = observation == "image" or render_mode == "rgb_array"
+        images = observation == "image" or render_mode in ("rgb_array", "depth_array")
         # Made at the first reset: a vector env builds one env in the parent process just to read its
         # spaces, and a DDS participant in a parent that then forks would hang the children.
         self._make_backend = lambda: make_backend(backend, config, images, gui=render_mode == "human",
@@ -51,6 +61,7 @@ class FrankaEnv(gym.Env):
         self.joint_low, self.joint_high, self.joint_velocity = low, high, velocity
         self.action_space = self._action_space()
         self.observation_space = self._observation_space()
+        self.reward_range = self._reward_range()
         self.last: Observation | None = None
         self.episode_start = 0.0
         self.steps = 0
@@ -97,6 +108,15 @@ class FrankaEnv(gym.Env):
             self._backend = self._make_backend()
         return self._backend
 
+    def _reward_range(self) -> tuple[float, float]:
+        """The seed's `reward_range`: the least and most one step can earn (Gymnasium 1 dropped the
+        attribute from Env; it stays here for the seed's users). A step grabs at most every object
+        the pick bin can hold and touches a bin or not."""
+        task, most = self.config.task, self.config.scene.pick_bin.max_objects
+        grabs = (min(0.0, task.grab_reward) * most, max(0.0, task.grab_reward) * most)
+        collision = (min(0.0, task.collision_reward), max(0.0, task.collision_reward))
+        return (task.step_reward + grabs[0] + collision[0], task.step_reward + grabs[1] + collision[1])
+
     def _limits(self):
         """Joint limits from the URDF, read in a scratch world (the backend may not exist yet)."""
         from ..cell.sim import BinPickingSim
@@ -123,7 +143,10 @@ class FrankaEnv(gym.Env):
         if action.shape != self.action_space.shape or not np.all(np.isfinite(action)):
             raise ValueError(f"action must be {self.action_space.shape} finite numbers, got {action!r}")
         values = self._command_values(action)
-        self.last = self.backend.step(self.command, values, self.config.task.steps_per_action)
+        if self.until_reached:
+            self.last = self.backend.step(self.command, values, self.config.arm.max_steps, until_reached=True)
+        else:
+            self.last = self.backend.step(self.command, values, self.config.task.steps_per_action)
         self.steps += 1
         status = self.last.status
         truncated = not status["terminated"] and self.steps >= self.config.task.max_episode_steps
@@ -137,9 +160,14 @@ class FrankaEnv(gym.Env):
                 "removed_outside": status["removed_outside"], "episode_time": obs.stamp - self.episode_start}
 
     def render(self):
-        if self.render_mode == "rgb_array" and self.last is not None:
-            return self.last.rgb
-        return None
+        """The last camera frame: rgb (H×W×3 uint8) for "rgb_array", or (rgb, depth) when made with
+        `render_depth=True`; depth (H×W float32, metres along the optical axis) for "depth_array"; None
+        before the first reset and for "human" (PyBullet's window shows it)."""
+        if self.last is None or self.render_mode not in ("rgb_array", "depth_array"):
+            return None
+        if self.render_mode == "depth_array":
+            return self.last.depth
+        return (self.last.rgb, self.last.depth) if self.render_depth else self.last.rgb
 
     def object_views(self):
         """Object poses and meshes, as the world/objects markers carry them (for scripted policies)."""

@@ -7,7 +7,7 @@ is reached (never more than the objects the episode started with).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from ..config import TaskConfig
 from ..cell.sim import BinPickingSim
@@ -22,6 +22,8 @@ class TaskStatus:
     removed_outside: tuple[str, ...] = ()  # objects that left the bins and were removed at this update
     objects_left: int = 0
     reward: float = 0.0  # reward earned at this update
+    arm_grabs: dict = field(default_factory=dict)  # arm name -> its successful grabs this episode
+    arm_bin_collisions: tuple[str, ...] = ()  # the arms that touch a bin at this update
 
     @property
     def terminated(self) -> bool:
@@ -30,7 +32,8 @@ class TaskStatus:
     def as_dict(self) -> dict:
         # Built field by field: dataclasses.asdict deep-copies, ~50 us per env step for plain values.
         return {**{f.name: getattr(self, f.name) for f in STATUS_FIELDS}, "grabbed": list(self.grabbed),
-                "removed_outside": list(self.removed_outside), "terminated": self.terminated}
+                "removed_outside": list(self.removed_outside), "terminated": self.terminated,
+                "arm_grabs": dict(self.arm_grabs), "arm_bin_collisions": list(self.arm_bin_collisions)}
 
 
 STATUS_FIELDS = fields(TaskStatus)
@@ -46,6 +49,7 @@ class PickTask:
     def reset(self) -> None:
         """Call after the scene's reset: the grab limit never exceeds the objects present."""
         self.grabs = 0
+        self.arm_grabs = {arm.config.name: 0 for arm in self.sim.arms}  # seed 000: grabs by any arm count
         self.grab_limit = max(1, min(self.config.grabs_to_terminate, self.sim.scene.object_count))
 
     def update(self) -> TaskStatus:
@@ -55,26 +59,34 @@ class PickTask:
         removing objects leaves the other contacts as they were, so one reading serves the grab, held
         and bin-collision checks alike; only a shake (which steps the world) reads them again.
         """
-        arm, scene = self.sim.arm, self.sim.scene
-        contacts = arm.contacts()
-        grabbed, shook = self.collect_grabs(arm.gripped_bodies(contacts))
-        if shook:
+        scene = self.sim.scene
+        grabbed, held, collided = [], set(), []
+        for arm in self.sim.arms:  # each arm's grabs and bin contacts, in the scene file's order
             contacts = arm.contacts()
+            mine, shook = self.collect_grabs(arm.gripped_bodies(contacts), arm)
+            if shook:
+                contacts = arm.contacts()
+            grabbed += mine
+            self.arm_grabs[arm.config.name] += len(mine)
+            gripped = arm.gripped_bodies(contacts)
+            held |= {o.name for o in scene.objects if o.body in gripped}
+            if self.config.terminate_on_bin_collision and self.arm_touches_a_bin(contacts, arm):
+                collided.append(arm.config.name)
         self.grabs += len(grabbed)
-        gripped = arm.gripped_bodies(contacts)
-        held = {o.name for o in scene.objects if o.body in gripped}
         removed = scene.remove_objects_outside_bins(keep=held)
-        collision = self.config.terminate_on_bin_collision and self.arm_touches_a_bin(contacts)
+        collision = bool(collided)
         c = self.config
         reward = c.step_reward + c.grab_reward * len(grabbed) + (c.collision_reward if collision else 0.0)
         return TaskStatus(grabs=self.grabs, grabbed=tuple(grabbed), bin_collision=collision,
                           grab_limit_reached=self.grabs >= self.grab_limit, removed_outside=tuple(removed),
-                          objects_left=self.sim.scene.object_count, reward=reward)
+                          objects_left=self.sim.scene.object_count, reward=reward,
+                          arm_grabs=dict(self.arm_grabs), arm_bin_collisions=tuple(collided))
 
-    def collect_grabs(self, gripped: set[int]) -> tuple[list[str], bool]:
-        """Remove and return the objects held high enough (after a shake, if configured), and whether
-        the arm shook (stepping the world). `gripped`: bodies both fingers touch (FrankaArm.gripped_bodies)."""
-        scene, arm = self.sim.scene, self.sim.arm
+    def collect_grabs(self, gripped: set[int], arm=None) -> tuple[list[str], bool]:
+        """Remove and return the objects `arm` (default the first) holds high enough (after a shake, if
+        configured), and whether it shook (stepping the world). `gripped`: bodies both of its fingers
+        touch (FrankaArm.gripped_bodies)."""
+        scene, arm = self.sim.scene, arm or self.sim.arm
         height = self.lift_height()
         lifted = [o for o in scene.objects if o.body in gripped and scene.object_position(o)[2] >= height]
         shook = bool(lifted) and self.config.verify_grab_by_shaking
@@ -92,8 +104,9 @@ class PickTask:
             self._lift_height = max(b.top for b in bins) + max(b.config.size[2] for b in bins)
         return self._lift_height
 
-    def arm_touches_a_bin(self, contacts=None) -> bool:
-        """An arm-bin contact closer than the threshold, among `contacts` (default: read them now)."""
-        contacts = self.sim.arm.contacts() if contacts is None else contacts
+    def arm_touches_a_bin(self, contacts=None, arm=None) -> bool:
+        """Seed `check_for_collision_with_bin(arm_id)`: a contact of `arm` (default the first) with a bin
+        closer than the threshold, among `contacts` (default: read them now)."""
+        contacts = (arm or self.sim.arm).contacts() if contacts is None else contacts
         bins = {b.body for b in self.sim.scene.bins}
         return any(point[2] in bins and point[8] < self.config.collision_threshold for point in contacts)

@@ -73,12 +73,15 @@ class SimStack:
         self.world = WorldNode(**options("world"))
         self.sim, self.loop = self.world.sim, self.world.loop
         owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
-        self.nodes = [self.world, ArmNode(self.sim, self.loop, owner, **options("arm"))]
+        self.arm_nodes = [ArmNode(self.sim, self.loop, owner if arm is self.sim.arm else None, arm, **options("arm"),
+                                  **arm_namespace(self.world, arm))  # the robot interface drives the first arm
+                          for arm in self.sim.arms]
+        self.nodes = [self.world, *self.arm_nodes]
         if self.world.camera_enabled:
             self.nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
                            for name in self.sim.cameras]
         if self.world.task_enabled:
-            self.nodes.append(TaskNode(self.sim, self.loop, self.nodes[1], **options("task")))
+            self.nodes.append(TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task")))
         if self.world.robot_interface:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
@@ -86,11 +89,10 @@ class SimStack:
         if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
             self.nodes.append(node)
         self.context = context or rclpy.get_default_context()
-        arm = self.nodes[1]
-        if arm.actions is not None:  # the action servers live on a node of their own, for the thread pool
-            self.nodes.append(arm.actions.server_node)
+        actions = [arm.actions.server_node for arm in self.arm_nodes if arm.actions is not None]
+        self.nodes.extend(actions)  # the action servers live on nodes of their own, for the thread pool
         slow = [n for n in self.nodes if isinstance(n, (ReasoningNode, simulation_node.SimulationNode))
-                or n is getattr(arm.actions, "server_node", None)]  # actions and queries that take a while
+                or n in actions]  # actions and queries that take a while
         self.executor = make_executor(self.world.executor_kind, self.context)
         self.slow_executor = MultiThreadedExecutor(num_threads=4, context=self.context) if slow else None
         for node in self.nodes:
@@ -156,6 +158,16 @@ class SimStack:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def arm_namespace(world: WorldNode, arm) -> dict:
+    """Node options that put an arm's node in a namespace named after the arm, within the stack's own,
+    when the scene has several arms (`left` -> /left/arm/position_commands, /left/joint_states); one arm
+    stays where it always was. Node-local arguments win over a process-wide `-r __ns:=`."""
+    if not world.sim.config.several_arms:
+        return {}
+    namespace = world.get_namespace().rstrip("/") + "/" + arm.config.name
+    return {"cli_args": ["--ros-args", "-r", f"__ns:={namespace}"]}
 
 
 def check_start_parameters(arm_options: dict) -> None:

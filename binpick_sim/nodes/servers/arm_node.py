@@ -36,10 +36,14 @@ CONTROLLER_TOPIC = "arm/controller_commands"
 
 
 class ArmNode(Node):
-    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, owner: str | None = None, **kwargs):
-        """`owner`: who else drives the arm (the robot interface); then every command here is refused."""
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, owner: str | None = None, arm=None, **kwargs):
+        """`owner`: who else drives the arm (the robot interface); then every command here is refused.
+        `arm`: which of the scene's arms (default the first); with several, each node runs in a namespace
+        named after its arm (the stack sets it) and prefixes its joint names."""
         super().__init__("arm", **kwargs)
-        self.sim, self.arm, self.loop, self.owner = sim, sim.arm, loop, owner
+        self.sim, self.arm, self.loop, self.owner = sim, arm or sim.arm, loop, owner
+        self.joint_names = sim.joint_names(self.arm)
+        self.joint_prefix = self.joint_names[0].removesuffix(JOINT_NAMES[0])
         rate = declare(self, "publish_rate", 100.0, "Rate of joint_states, arm/ee_pose and the finger wrenches, "
                        "in Hz of sim time.", read_only=True, low=MIN_RATE, high=MAX_RATE)
         self.velocity_timeout = declare(self, "velocity_timeout", 0.5,
@@ -130,6 +134,7 @@ class ArmNode(Node):
         if self.refused(TRAJECTORY_TOPIC):
             return self.count_received()
         try:
+            msg.joint_names = self.local_names(msg.joint_names)
             trajectory = convert.trajectory(msg, self.arm.limits)
         except BadTrajectory as exc:
             self.diagnostics.reject(TRAJECTORY_TOPIC, str(exc))
@@ -142,7 +147,7 @@ class ArmNode(Node):
         if self.refused(JOINT_COMMANDS_TOPIC):
             return self.count_received()
         try:
-            positions, velocities = joint_command(msg.name, msg.position, msg.velocity)
+            positions, velocities = joint_command(self.local_names(msg.name), msg.position, msg.velocity)
         except BadCommand as exc:
             self.diagnostics.reject(JOINT_COMMANDS_TOPIC, str(exc))
         else:
@@ -154,6 +159,11 @@ class ArmNode(Node):
                 self.diagnostics.clip(JOINT_COMMANDS_TOPIC, "targets outside the joint limits were")
             self.loop.call(self.apply_joint_commands, clipped, speeds)
         self.count_received()
+
+    def local_names(self, names) -> list[str]:
+        """Joint names as the Panda model has them: this arm's prefix (several arms) taken off."""
+        prefix = self.joint_prefix
+        return [n.removeprefix(prefix) if isinstance(n, str) else n for n in names] if prefix else names
 
     def count_received(self) -> None:
         """Tell lock-step clients this command is queued ahead of any step they ask for next
@@ -233,7 +243,7 @@ class ArmNode(Node):
         # only what someone subscribes to: a message nobody reads still costs the physics thread
         if self.joint_states_publisher.get_subscription_count():
             position, velocity, effort = self.arm.joint_states()
-            self.joint_states_publisher.publish(convert.joint_state(now, JOINT_NAMES, position, velocity, effort))
+            self.joint_states_publisher.publish(convert.joint_state(now, self.joint_names, position, velocity, effort))
         if self.ee_pose_publisher.get_subscription_count():
             self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
         if any(p.get_subscription_count() for p in self.wrench_publishers):

@@ -53,6 +53,8 @@ class ReasoningNode(Node):
                 low=0.0, high=10.0, check=checked("reach_threshold"))
         declare(self, "top_down", True, "reachable/blocking: the gripper points down (false: position only, "
                 "as PyCRAM).")
+        declare(self, "arm", "", "reachable/blocking: the arm to use, by its name in the scene file's arms "
+                "(empty: the first).", check=self.arm_problem)
         declare(self, "positions", Parameter.Type.DOUBLE_ARRAY, "Extra points for reachable, x y z after x y z "
                 f"in world [m] (unset: none; at most {MAX_POSITIONS} points).", check=checked("positions"))
         self.answered, self.failed = 0, 0
@@ -108,17 +110,19 @@ class ReasoningNode(Node):
     def answer_reachable(self) -> dict:
         link, threshold, top_down = self.value("gripper_link"), self.value("reach_threshold"), self.value("top_down")
         names = self.names()
+        arm = self.value("arm")
         answer = self.reasoner.reachable({n: self.reasoner.object_position(n) for n in names}, link, threshold,
-                                         top_down)
+                                         top_down, arm)
         points = np.reshape(self.value("positions") or [], (-1, 3))
-        extra = self.reasoner.reachable({str(i): p for i, p in enumerate(points)}, link, threshold, top_down)
+        extra = self.reasoner.reachable({str(i): p for i, p in enumerate(points)}, link, threshold, top_down, arm)
         trim = lambda a: {"reachable": bool(a["reachable"]), "distance": a["distance"]}  # noqa: E731
         return {"objects": {n: trim(a) for n, a in answer.items()},
                 "positions": [{"position": points[int(i)].tolist(), **trim(a)} for i, a in extra.items()],
-                "link": link, "threshold": threshold, "top_down": top_down}
+                "link": link, "threshold": threshold, "top_down": top_down, "arm": arm or self.sim.arm.config.name}
 
     def answer_blocking(self) -> dict:
-        answer = self.reasoner.blocking(self.value("gripper_link"), self.value("top_down"), self.names())
+        answer = self.reasoner.blocking(self.value("gripper_link"), self.value("top_down"), self.names(),
+                                        self.value("arm"))
         return {"objects": answer, "types": self.reasoner.types()}
 
     def visibility(self) -> dict:
@@ -146,6 +150,12 @@ class ReasoningNode(Node):
     def destroy_node(self) -> None:
         self.reasoner.close()
         super().destroy_node()
+
+    def arm_problem(self, name: str) -> str | None:
+        names = [a.config.name for a in self.sim.arms]
+        if name and name not in names:
+            return f"unknown arm {name[:80]!r} (arms: {', '.join(names)})"
+        return None
 
     def link_problem(self, name: str) -> str | None:
         if name not in self.sim.arm.link_index:

@@ -25,8 +25,10 @@ from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
 from ..common.params import MAX_RATE, MIN_RATE, declare
 
-# task/step: [request id, command, physics steps, command values...]; command codes:
-STEP_COMMANDS = ("none", "position", "velocity", "delta")
+# task/step: [request id, command, physics steps, command values...]; command codes (the last two: step
+# until the arm reaches its targets, `physics steps` the bound, as an env made with until_reached=True):
+STEP_COMMANDS = ("none", "position", "velocity", "delta", "position_until_reached", "delta_until_reached")
+UNTIL_REACHED = "_until_reached"
 STEP_TOPIC, OBSERVATION_TOPIC = "task/step", "task/observation"
 MAX_STEPS = 100_000  # physics steps one request may ask for
 
@@ -67,13 +69,14 @@ class TaskNode(Node):
             self.diagnostics.reject(STEP_TOPIC, str(exc))
             return
         taken = True
+        command = STEP_COMMANDS[code]
         if code:
             before = sum(self.arm.diagnostics.rejected.values())
-            handler = getattr(self.arm, f"on_{STEP_COMMANDS[code]}")
+            handler = getattr(self.arm, f"on_{command.removesuffix(UNTIL_REACHED)}")
             handler(Float64MultiArray(data=data[3:]))
             taken = sum(self.arm.diagnostics.rejected.values()) == before
         self.loop.call(self._expect, request, taken)
-        self.loop.advance(steps)
+        self.loop.advance(steps, until=self.sim.arm.target_reached if command.endswith(UNTIL_REACHED) else None)
 
     # --- physics thread -----------------------------------------------------------------------
     def _expect(self, request: int, taken: bool) -> None:

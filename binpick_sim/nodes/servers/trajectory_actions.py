@@ -35,8 +35,8 @@ class TrajectoryActions:
         self.FollowJointTrajectory, self.GripperCommand = FollowJointTrajectory, GripperCommand
         # A goal's callback runs until the goal ends (seconds): served by a node of its own, which the
         # stack puts on its thread pool, away from the executor of the short callbacks.
-        self.server_node = Node(f"{node.get_name()}_actions", namespace=node.get_namespace(),
-                                    context=node.context)
+        self.server_node = Node(f"{node.get_name()}_actions", namespace=node.get_namespace(), context=node.context,
+                                cli_args=["--ros-args", "-r", f"__ns:={node.get_namespace()}"])  # its arm's, too
         group = ReentrantCallbackGroup()
         self.servers = [
             ActionServer(self.server_node, FollowJointTrajectory, f"{controller}/follow_joint_trajectory", self.follow,
@@ -53,6 +53,7 @@ class TrajectoryActions:
 
     # --- FollowJointTrajectory ----------------------------------------------------------------
     def parse(self, goal) -> Trajectory:
+        goal.trajectory.joint_names = self.node.local_names(goal.trajectory.joint_names)
         return convert.trajectory(goal.trajectory, self.arm.limits)
 
     def owned(self, interface: str) -> GoalResponse:

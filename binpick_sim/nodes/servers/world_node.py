@@ -9,6 +9,7 @@ from std_msgs.msg import UInt32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ...cell.bin_shake import MAX_AMPLITUDE, MAX_DURATION, MAX_FREQUENCY
 from ...config import load_config
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
@@ -103,6 +104,7 @@ class WorldNode(Node):
         self.create_service(Trigger, "world/reset", self.on_reset)
         self.create_subscription(UInt32, "world/step", self.on_step, 10)
         self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps)
+        self.declare_shaking()
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
         self.other_worlds = 0  # world nodes of other stacks seen in this namespace (and ROS domain)
         self.create_timer(DUPLICATE_CHECK_PERIOD, self.check_for_other_stacks)
@@ -170,6 +172,35 @@ class WorldNode(Node):
         """Drop the steps still owed to world/step requests; one observation follows, as after a request."""
         dropped = self.loop.run(self.loop.cancel_steps)
         response.success, response.message = True, f"{dropped} steps cancelled"
+        return response
+
+    def declare_shaking(self) -> None:
+        """world/shake_pick_bin and world/shake_drop_bin shake with the shake_* parameters (Trigger has no
+        arguments); a value out of range, NaN or infinite is refused when it is set, naming the parameter."""
+        self.shake = {}
+        for key, default, high, description in (
+                ("amplitude", 0.02, MAX_AMPLITUDE, "Amplitude of a bin shake in metres (the bin traces a figure "
+                 "eight this wide in its x-y plane)."),
+                ("frequency", 3.0, MAX_FREQUENCY, "Frequency of a bin shake in Hz."),
+                ("duration", 1.5, MAX_DURATION, "Sim seconds a bin shake lasts (then 0.25 s to return to its pose).")):
+            self.shake[key] = declare(self, f"shake_{key}", default, description, low=1e-4, high=high,
+                                      on_change=lambda value, key=key: self.shake.__setitem__(key, value))
+        for name in self.sim.shakers:
+            self.create_service(Trigger, f"world/shake_{name}",
+                                lambda request, response, name=name: self.on_shake(name, response))
+
+    def on_shake(self, name: str, response):
+        """Start shaking a bin (the physics loop carries it out); refused while it already shakes."""
+        amplitude, frequency, duration = (self.shake[k] for k in ("amplitude", "frequency", "duration"))
+        try:
+            self.loop.run(self.sim.shake_bin, name, amplitude, frequency, duration, False)
+        except ValueError as exc:
+            response.success, response.message = False, str(exc)
+            self.diagnostics.reject(f"world/shake_{name}", str(exc))
+            return response
+        response.success = True
+        response.message = f"shaking {name}: {amplitude:g} m at {frequency:g} Hz for {duration:g} s"
+        self.get_logger().info(response.message)
         return response
 
     # --- run-time parameter changes (checked by params.declare first) --------------------------
