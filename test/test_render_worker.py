@@ -51,11 +51,12 @@ def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
     world = [Parameter("realtime_factor", value=0.0), Parameter("config", value=str(path))]
     with SimStack(ros_context, {"world": world}) as stack:
         camera = next(n for n in stack.nodes if n.get_name() == "camera")
-        assert camera.worker is not None
+        assert camera.use_worker and camera.worker is None  # nobody watches yet: no process started
         watcher = SimClient("big_watcher", context=ros_context,
                             topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
         try:
             watcher.wait_for_topics(["camera/depth/image_raw"], timeout=240)
+            assert camera.worker is not None and camera.worker.process.is_alive()
             assert watcher.latest["camera/depth/image_raw"].width == 2048
             assert camera.frame_age > 10 * stack.sim.world.timestep
         finally:
@@ -71,12 +72,11 @@ def test_without_the_worker_a_frame_stops_physics_while_it_renders(ros_context):
     with SimStack(ros_context, {"world": [Parameter("realtime_factor", value=0.0)],
                                 "camera": [Parameter("render_process", value=False)]}) as stack:
         camera = next(n for n in stack.nodes if n.get_name() == "camera")
-        assert camera.worker is None
         watcher = SimClient("plain_watcher", context=ros_context,
                             topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
         try:
             watcher.wait_for_new("camera/depth/image_raw", count=2, timeout=120)
-            assert camera.frames >= 2 and camera.frame_age == 0.0
+            assert camera.frames >= 2 and camera.frame_age == 0.0 and camera.worker is None
         finally:
             watcher.close()
 

@@ -91,13 +91,18 @@ class RenderWorker:
         return None
 
     def close(self) -> None:
-        try:
-            self.connection.send(None)
-        except (BrokenPipeError, OSError):
-            pass
-        self.process.join(5.0)
+        """Stop the worker. One that is drawing a frame would hear the stop only once the frame is done
+        (seconds for a large TinyRenderer frame on a busy machine), and shutdown must not wait for a
+        picture nobody will see: it is killed at once; an idle one stops when told."""
+        if not self.busy:
+            try:
+                self.connection.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self.process.join(1.0)
         if self.process.is_alive():
             self.process.kill()
+            self.process.join(1.0)
         self.connection.close()
 
 

@@ -55,9 +55,10 @@ class CameraNode(Node):
         render_process = declare(self, "render_process", True, "Render in a process of its own from a mirror of "
                                  "the scene, so that frames do not stall physics (not in lock-step, where each "
                                  "observation carries its frame, nor with the GUI).", read_only=True)
-        self.worker = None
-        if render_process and sim.world.renderer.name != "gui" and not loop.lockstep:
-            self.worker = RenderWorker(sim.config, sim.world.renderer.name)
+        # The worker starts when the camera is first watched: a process and a second copy of the cell
+        # cost a second or two of CPU and 150-250 MB, which a stack nobody watches the camera of never pays.
+        self.use_worker = render_process and sim.world.renderer.name != "gui" and not loop.lockstep
+        self.worker: RenderWorker | None = None
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
@@ -136,12 +137,16 @@ class CameraNode(Node):
         """Physics thread, at the camera's rate (or once per lock-step request). With a render worker: publish
         the frame it finished, and send it the current state if it is idle; otherwise (or in lock-step,
         where each observation must carry its own frame) render here."""
-        if self.worker is not None and not self.loop.lockstep:
+        if self.use_worker and not self.loop.lockstep:
+            if self.worker is None:
+                if not self.watched():
+                    return
+                self.worker = RenderWorker(self.sim.config, self.sim.world.renderer.name)
             try:
                 done = self.worker.poll()
             except RuntimeError as exc:
                 self.get_logger().error(f"{exc}; rendering in the physics thread from now on")
-                self.worker = None
+                self.worker, self.use_worker = None, False
                 return
             if done is not None:
                 self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k)
