@@ -4,7 +4,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from binpick_sim.cell.camera import Camera
+from binpick_sim.cell.vision.camera import Camera
 from binpick_sim.cell.sim import BinPickingSim
 
 HEIGHT = 0.5  # camera above the empty floor behind the robot, looking straight down

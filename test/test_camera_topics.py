@@ -4,7 +4,7 @@ import dataclasses
 import numpy as np
 from sensor_msgs.msg import Image, PointCloud2
 
-from binpick_sim.cell import labels
+from binpick_sim.cell.vision import labels
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.common import convert

@@ -3,8 +3,8 @@ import dataclasses
 
 import numpy as np
 
-from binpick_sim.cell.labels import label_image
-from binpick_sim.cell.render_worker import RenderWorker, capture
+from binpick_sim.cell.vision.labels import label_image
+from binpick_sim.cell.vision.render_worker import RenderWorker, capture
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
@@ -84,7 +84,7 @@ def test_without_the_worker_a_frame_stops_physics_while_it_renders(ros_context):
 def test_worker_mirrors_every_arm_and_labels_each_as_robot():
     """Two arms, the second moved and the pick bin displaced (as a shake moves it): the worker's frame is
     the live render of that state, and both arms' pixels carry the robot code."""
-    from binpick_sim.cell.labels import ROBOT
+    from binpick_sim.cell.vision.labels import ROBOT
     from binpick_sim.config import load_config
     from binpick_sim.paths import share_dir
 

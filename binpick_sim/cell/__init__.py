@@ -1,1 +1,3 @@
-"""The simulated cell, no ROS: one PyBullet world with its physics thread, the bins and objects, the arm and its IK, the camera, and `sim`, all of it built from one scene file."""
+"""The simulated cell, no ROS: one PyBullet world with its physics thread, the bins (which can shake) and
+objects, the arms and their IK, the cameras and their rendering (`vision/`), and `sim`, all of it built
+from one scene file."""

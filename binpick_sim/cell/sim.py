@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import JOINT_NAMES, FrankaArm
-from . import rendering
+from .vision import rendering
 from .bin_shake import BinShaker
-from .camera import Camera
+from .vision.camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
 from .shapes import shape_vertices, visual_pose

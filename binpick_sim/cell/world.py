@@ -39,7 +39,7 @@ with quiet_stdout():
 import pybullet_data  # noqa: E402
 from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
-from . import rendering  # noqa: E402  (after pybullet's quiet import)
+from .vision import rendering  # noqa: E402  (after pybullet's quiet import)
 
 
 class Client(BulletClient):

@@ -94,7 +94,7 @@ def camera_info(seconds: float, width: int, height: int, k: np.ndarray, frame_id
 
 
 def segmentation_image(seconds: float, labels: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
-    """One int32 id per pixel (32SC1): cell/labels.py says what the ids mean."""
+    """One int32 id per pixel (32SC1): cell/vision/labels.py says what the ids mean."""
     msg = _bridge.cv2_to_imgmsg(np.ascontiguousarray(labels, dtype=np.int32), encoding="32SC1")
     msg.header = header(seconds, frame_id)
     return msg

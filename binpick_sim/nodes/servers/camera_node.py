@@ -9,9 +9,9 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-from ...cell.camera import back_project
-from ...cell.labels import label_image
-from ...cell.render_worker import RenderWorker, capture
+from ...cell.vision.camera import back_project
+from ...cell.vision.labels import label_image
+from ...cell.vision.render_worker import RenderWorker, capture
 from ...config import BOUNDS
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop

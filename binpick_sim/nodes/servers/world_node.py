@@ -14,7 +14,7 @@ from ...config import load_config
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
 from ...cell.shapes import Geometry, visual_pose
-from ...cell.rendering import RENDERERS
+from ...cell.vision.rendering import RENDERERS
 from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import CameraConfig, ConfigError, check_bounds
+from ...config import CameraConfig, ConfigError, check_bounds
 from .rendering import egl_problem
-from .world import World
+from ..world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
 # camera_link -> camera_optical_frame, the standard rpy (-pi/2, 0, -pi/2) as a rotation matrix

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import CameraConfig, Config, config_from_dict, config_to_dict
+from ...config import CameraConfig, Config, config_from_dict, config_to_dict
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class RenderWorker:
 def _serve(connection, data: dict, parent: int) -> None:
     """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
     from .labels import ROBOT, relabel
-    from .sim import BinPickingSim
+    from ..sim import BinPickingSim
 
     sim = BinPickingSim(config_from_dict(data))
     c, camera, bodies = sim.world.client, sim.camera, {}  # object name -> (body, urdf, scale)
