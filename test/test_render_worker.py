@@ -112,3 +112,42 @@ def test_worker_mirrors_every_arm_and_labels_each_as_robot():
     finally:
         worker.close()
         sim.close()
+
+
+def test_real_time_holds_while_the_camera_is_watched_at_640x480(ros_context, tmp_path):
+    """`sim` as a user runs it (its own process, realtime_factor 1, the default 640x480 camera at 10 Hz)
+    with camera/image_raw watched: the world keeps real time while the worker renders, frames keep
+    coming (no gap of 2 s), and each is stamped with a sim time no later than the clock it arrives at."""
+    import time
+
+    from rosgraph_msgs.msg import Clock
+
+    from binpick_sim.nodes.process.spawn import SimProcess
+
+    process = SimProcess({"realtime_factor": 1.0}, log=tmp_path / "sim.log")
+    watcher = SimClient("realtime_watcher", context=ros_context,
+                        topics={"/clock": Clock, "camera/image_raw": TOPICS["camera/image_raw"]})
+
+    def seconds(stamp) -> float:
+        return stamp.sec + stamp.nanosec * 1e-9
+
+    try:
+        watcher.wait_for_topics(["/clock", "camera/image_raw"], timeout=120)
+        watcher.spin_for(2.0)  # the worker process is up and drawing
+        sim_start, start = seconds(watcher.latest["/clock"].clock), time.perf_counter()
+        counts, stale = [watcher.counts["camera/image_raw"]], []
+        while time.perf_counter() - start < 8.0:
+            process.check_alive()
+            watcher.spin_for(0.5)
+            counts.append(watcher.counts["camera/image_raw"])
+            image_time = seconds(watcher.latest["camera/image_raw"].header.stamp)
+            if image_time > seconds(watcher.latest["/clock"].clock) + 1e-9:
+                stale.append(image_time)
+        factor = (seconds(watcher.latest["/clock"].clock) - sim_start) / (time.perf_counter() - start)
+        assert factor > 0.9, f"real-time factor {factor:.2f} with the camera watched"
+        gaps = [later - earlier for earlier, later in zip(counts, counts[4:])]  # frames per 2 s window
+        assert min(gaps) > 0, f"no frame for 2 s (frames counted every 0.5 s: {counts})"
+        assert not stale, f"frames stamped after the clock they arrived at: {stale}"
+    finally:
+        watcher.close()
+        process.stop()
