@@ -16,20 +16,25 @@ from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 
 class Graph:
-    """A parameter client of /camera and a robot_state_publisher that records the descriptions it is given."""
+    """A parameter client of /camera and robot_state_publishers (one, or one per namespace, as sim.launch.py
+    runs them for several arms) that record the descriptions they are given."""
 
-    def __init__(self, context, description: str):
+    def __init__(self, context, description: str, namespaces=("",)):
         self.executor = SingleThreadedExecutor(context=context)
         self.node = rclpy.create_node("camera_parameter_test", context=context)
-        self.publisher = rclpy.create_node("robot_state_publisher", context=context)
-        self.descriptions = [self.publisher.declare_parameter("robot_description", description).value]
-        self.publisher.add_on_set_parameters_callback(self.on_set)
-        for node in (self.node, self.publisher):
+        self.publishers = [rclpy.create_node("robot_state_publisher", namespace=f"/{ns}", context=context)
+                           for ns in namespaces]
+        self.received = {}  # namespace -> every robot_description its publisher held, the first at start
+        for namespace, publisher in zip(namespaces, self.publishers):
+            self.received[namespace] = [publisher.declare_parameter("robot_description", description).value]
+            publisher.add_on_set_parameters_callback(lambda parameters, ns=namespace: self.on_set(ns, parameters))
+        self.descriptions = self.received[namespaces[0]]
+        for node in (self.node, *self.publishers):
             self.executor.add_node(node)
         self.camera = AsyncParameterClient(self.node, "/camera")
 
-    def on_set(self, parameters):
-        self.descriptions += [p.value for p in parameters if p.name == "robot_description"]
+    def on_set(self, namespace, parameters):
+        self.received[namespace] += [p.value for p in parameters if p.name == "robot_description"]
         return SetParametersResult(successful=True)
 
     def spin_until(self, done, timeout=30.0):
@@ -46,8 +51,8 @@ class Graph:
 
     def close(self):
         self.executor.shutdown()
-        self.node.destroy_node()
-        self.publisher.destroy_node()
+        for node in (self.node, *self.publishers):
+            node.destroy_node()
 
 
 def camera_joint(urdf: str) -> tuple[str, list[float]]:
@@ -88,3 +93,24 @@ def test_camera_follows_parameters_set_at_run_time(ros_context, stack):
     finally:
         watcher.close()
         graph.close()
+
+
+def test_with_two_arms_every_arms_robot_state_publisher_gets_the_moved_camera(ros_context):
+    """sim.launch.py runs one robot_state_publisher per arm (in the arm's namespace) for a scene of several
+    arms, each with the whole cell: a camera moved at run time reaches every one of them, so RViz shows it."""
+    from binpick_sim.nodes.process.stack import SimStack
+    from binpick_sim.paths import share_dir
+
+    scene = share_dir() / "config" / "scene_two_arms.yaml"
+    world = [Parameter("realtime_factor", value=0.0), Parameter("config", value=str(scene))]
+    with SimStack(ros_context, {"world": world}) as stack:
+        arms = [arm.name for arm in stack.sim.config.arms]
+        assert len(arms) == 2
+        graph = Graph(ros_context, cell_description(stack.sim.config), namespaces=arms)
+        try:
+            assert all(r.successful for r in graph.set(position=[0.5, 0.7, 0.8]))
+            graph.spin_until(lambda: all(camera_joint(received[-1])[1] == [0.5, 0.7, 0.8]
+                                         for received in graph.received.values()))
+            assert all(len(received) == 2 for received in graph.received.values())  # the start one, the moved one
+        finally:
+            graph.close()

@@ -40,7 +40,11 @@ class CameraNode(Node):
         self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5)
         config = self.camera.config
         self.described = (config.parent, config.position, config.orientation_deg)  # as the description has it
-        self.description_client = AsyncParameterClient(self, "robot_state_publisher")
+        # robot_state_publisher of this namespace, or, with several arms, one per arm in the arm's namespace
+        # (as sim.launch.py runs them), each holding the whole cell's description.
+        publishers = ([f"{arm.name}/robot_state_publisher" for arm in sim.config.arms] if sim.config.several_arms
+                      else ["robot_state_publisher"])
+        self.description_clients = {name: AsyncParameterClient(self, name) for name in publishers}
         self.declare_camera_parameters()
         self.frames = 0
         self.segmented_frames = 0  # frames rendered with the segmentation mask
@@ -110,9 +114,10 @@ class CameraNode(Node):
         return apply
 
     def on_camera_change(self, config) -> None:
-        """The robot description follows a moved camera: robot_state_publisher (of this namespace, where it
-        runs) gets the cell's URDF with the new camera_joint as its robot_description, which it re-parses,
-        republishing the camera frames and the description topic, so RViz shows where the camera now is."""
+        """The robot description follows a moved camera: robot_state_publisher (of this namespace, or each
+        arm's with several arms, where they run) gets the cell's URDF with the new camera_joint as its
+        robot_description, which it re-parses, republishing the camera frames and the description topic,
+        so RViz shows where the camera now is."""
         if (config.parent, config.position, config.orientation_deg) == self.described:
             return
         self.described = (config.parent, config.position, config.orientation_deg)
@@ -121,11 +126,14 @@ class CameraNode(Node):
             self.sim.config = dataclasses.replace(self.sim.config, cameras=cameras)
         else:
             self.sim.config = dataclasses.replace(self.sim.config, camera=config)
-        if self.description_client.services_are_ready():
+        ready = {name: client for name, client in self.description_clients.items() if client.services_are_ready()}
+        if ready:
             urdf = cell_description(self.sim.config)
-            self.description_client.set_parameters([Parameter("robot_description", value=urdf)])
-        else:
-            self.get_logger().warning("robot_state_publisher is not running here: the robot description still "
+            for client in ready.values():
+                client.set_parameters([Parameter("robot_description", value=urdf)])
+        missing = [name for name in self.description_clients if name not in ready]
+        if missing:
+            self.get_logger().warning(f"{', '.join(missing)} not running here: its robot description still "
                                       "has the camera where the scene file put it")
 
     def watched(self) -> bool:
