@@ -246,3 +246,37 @@ def test_image_env_renders_with_the_chosen_renderer():
         assert observation["rgb"].std() > 10
     finally:
         env.close()
+
+
+def test_diagnostics_and_the_start_up_log_name_the_renderer_with_its_gl_strings(ros_context, renderer, tmp_path):
+    """`sim -p renderer:=...` as a user runs it: the camera node's start-up line and its /diagnostics
+    status say which renderer draws (for EGL with the GL vendor / renderer string of this machine)."""
+    import time
+
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.executors import SingleThreadedExecutor
+
+    from binpick_sim.nodes.process.spawn import SimProcess
+
+    expected = "tiny (PyBullet TinyRenderer, CPU)" if renderer == "tiny" else f"egl ({rendering.probe_egl()})"
+    log = tmp_path / "sim.log"
+    process = SimProcess({"world:renderer": renderer, "realtime_factor": 0.0}, log=log)
+    node = rclpy.create_node("renderer_watcher", context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    camera = {}  # the camera node's diagnostic values, by key
+    node.create_subscription(DiagnosticArray, "/diagnostics", lambda msg: camera.update(
+        {kv.key: kv.value for status in msg.status if status.name == "/camera" for kv in status.values}), 10)
+    try:
+        deadline = time.monotonic() + 120
+        while "renderer" not in camera:
+            assert time.monotonic() < deadline, "no /diagnostics status from the camera node"
+            process.check_alive()
+            executor.spin_once(timeout_sec=0.1)
+        assert camera["renderer"] == expected
+        assert f"frames rendered by {expected}" in log.read_text()
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        process.stop()
