@@ -60,3 +60,51 @@ def test_bad_requests_are_refused_and_counted_and_a_bad_command_is_reported(lock
     assert sum(task.diagnostics.rejected.values()) == 8
     assert sum(arm.diagnostics.rejected.values()) == 1
     assert reply["stamp"] == pytest.approx(start["stamp"] + stack.sim.world.timestep)  # none of the bad steps
+
+
+def test_the_physics_thread_serves_the_lockstep_requests_and_hears_other_threads(lockstep, monkeypatch):
+    """In lock-step the physics thread serves the short callbacks itself (no executor thread hands each
+    request over). Work from another thread (the reasoning and action pool, a test) must still be taken at
+    once: the wait for requests is made an hour long here, so only the wake-up can end it."""
+    import threading
+
+    from binpick_sim.cell import loop as loop_module
+
+    stack, client, requests = lockstep
+    assert stack.physics_serves and not any(t.name == "executor" for t in threading.enumerate())
+    monkeypatch.setattr(loop_module, "HOLD_WAIT", 3600.0)
+    first = exchange(client, requests, [1, 0, 0])
+    exchange(client, requests, [2, 0, 0])  # the loop now waits in an hour-long serve
+    assert stack.loop.run(lambda: stack.sim.world.time, timeout=10) == pytest.approx(first["stamp"])
+    assert client.call("world/reset", timeout=10).success  # a service, served on the physics thread
+    settled = stack.loop.run(lambda: stack.sim.world.time, timeout=10)
+    reply = exchange(client, requests, [3, 0, 24])
+    assert reply["stamp"] == pytest.approx(settled + 24 * stack.sim.world.timestep)
+
+
+@pytest.mark.parametrize("kind", ["events", "single"])
+def test_the_waker_ends_a_wait_for_requests_from_another_thread(ros_context, kind):
+    """What hands the physics thread work while it waits in spin_once: called from another thread, it must
+    end an hour-long spin_once of a node with nothing else to serve, with either executor."""
+    import threading
+
+    import rclpy
+
+    from binpick_sim.nodes.process.stack import make_executor, waker
+
+    node = rclpy.create_node("waker_test", context=ros_context)
+    executor = make_executor(kind, ros_context)
+    executor.add_node(node)
+    try:
+        wake = waker(node)
+        for _ in range(3):  # a wake-up, then the wait again, more than once
+            spinner = threading.Thread(target=lambda: executor.spin_once(timeout_sec=3600))
+            spinner.start()
+            spinner.join(0.2)
+            assert spinner.is_alive()  # nothing to serve: it waits
+            wake()
+            spinner.join(10)
+            assert not spinner.is_alive()
+    finally:
+        executor.shutdown()
+        node.destroy_node()

@@ -136,3 +136,63 @@ def test_steps_still_queued_when_the_loop_stops_fail_instead_of_hanging(world):
     loop.stop()
     blocked.result(5)
     assert isinstance(pending.exception(0), RuntimeError)
+
+
+def test_a_lockstep_loop_that_serves_requests_itself_is_woken_by_work_handed_over(world, monkeypatch):
+    """serve_while_holding: between requests the physics thread waits in `serve` (the ROS layer: an
+    executor's spin_once), not on its queue; work another thread hands over must end that wait, or every
+    such call would hang until the wait times out. The wait is made an hour long to show it is ended."""
+    from binpick_sim.cell import loop as loop_module
+
+    monkeypatch.setattr(loop_module, "HOLD_WAIT", 3600.0)
+    woken = threading.Event()
+    served = []
+
+    def serve(timeout):
+        served.append((threading.current_thread().name, timeout))
+        woken.wait(timeout)
+        woken.clear()
+
+    loop = PhysicsLoop(world, lockstep=True)
+    loop.serve_while_holding(serve, woken.set)
+    loop.start()
+    try:
+        result = []
+        caller = threading.Thread(target=lambda: result.append(loop.run(lambda: world.step_count, timeout=10)))
+        caller.start()
+        caller.join(10)
+        assert result == [0]  # answered, not left waiting an hour
+        loop.run(lambda: None, timeout=10)
+        loop.advance(5).result(timeout=10)  # a request handed over from here: the steps are taken
+        assert world.step_count == 5
+        assert served and all(name == "physics" for name, _ in served)
+    finally:
+        loop.stop()
+    assert not loop.running  # stop() ends the wait too
+
+
+def test_a_long_lockstep_request_looks_for_requests_now_and_then(world, monkeypatch):
+    """Steps are taken in batches; during a long request the loop serves (without waiting) between
+    batches now and then, so a cancel arrives before the request would end."""
+    from binpick_sim.cell import loop as loop_module
+
+    monkeypatch.setattr(loop_module, "SERVE_PERIOD", 0.0)
+    looks = []
+    loop = PhysicsLoop(world, lockstep=True)
+
+    def serve(timeout):
+        if timeout == 0.0:
+            looks.append(world.step_count)
+            if len(looks) == 3:
+                loop.cancel_steps()  # what world/cancel_steps does, served on this thread
+        else:
+            time.sleep(min(timeout, 0.01))
+
+    loop.serve_while_holding(serve, lambda: None)
+    loop.start()
+    try:
+        taken = loop.advance(100_000).result(timeout=30)
+    finally:
+        loop.stop()
+    assert looks[:3] == [loop_module.LOCKSTEP_BATCH * k for k in (1, 2, 3)]  # one look per batch here
+    assert taken == world.step_count == 3 * loop_module.LOCKSTEP_BATCH  # cancelled after the third

@@ -24,6 +24,12 @@ from typing import Callable
 from .world import World
 
 MAX_LAG = 0.25  # wall seconds the loop may fall behind before it stops trying to catch up
+# Lock-step requests are taken this many physics steps per call of World.step (no periodic work runs
+# between them, so nothing needs the loop in between): the per-step bookkeeping of the loop was a tenth
+# of the ROS path's overhead per env step. Work handed over (a cancel, a stop) still waits at most one batch.
+LOCKSTEP_BATCH = 32
+HOLD_WAIT = 0.1  # s: longest wait for work before the loop looks at its stop flag again
+SERVE_PERIOD = 0.02  # s of wall time between two looks for requests while a long lock-step request runs
 
 
 @dataclass
@@ -57,6 +63,9 @@ class PhysicsLoop:
         self._thread: threading.Thread | None = None
         self._recent = collections.deque(maxlen=2000)  # (wall time, step count) samples for rates
         self.failures = 0
+        self._serve: Callable[[float], None] | None = None  # see serve_while_holding
+        self._wake: Callable[[], None] | None = None
+        self._served = 0.0  # wall time of the last serve between two batches of a long request
 
     # --- other threads ------------------------------------------------------------------------
     def call(self, fn: Callable, *args) -> Future:
@@ -66,7 +75,18 @@ class PhysicsLoop:
             _resolve(future, fn, args)
         else:
             self._calls.put((future, fn, args))
+            if self._wake is not None:
+                self._wake()
         return future
+
+    def serve_while_holding(self, serve: Callable[[float], None], wake: Callable[[], None]) -> None:
+        """Lock-step mode: let the physics thread itself serve requests between two of them, instead of a
+        thread of their own handing each one over (a wake-up and a GIL hand-off less per request).
+        `serve(timeout)` waits up to `timeout` seconds for something to serve and serves it (the ROS
+        layer: one executor `spin_once`); `wake()`, from any thread, makes a waiting `serve` return.
+        During a long request `serve(0)` also runs every SERVE_PERIOD, so a cancel is heard. Call before
+        `start`."""
+        self._serve, self._wake = serve, wake
 
     def run(self, fn: Callable, *args, timeout: float | None = 30.0):
         """Like `call`, but wait for and return the result (re-raising its exception)."""
@@ -146,6 +166,8 @@ class PhysicsLoop:
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         self._calls.put(None)  # wake the thread if it waits for work
+        if self._wake is not None:
+            self._wake()
         if self._thread is not None:
             self._thread.join(timeout)
             if not self._thread.is_alive():
@@ -177,7 +199,12 @@ class PhysicsLoop:
             if self.holding and self._budget <= 0:
                 if not self.lockstep:
                     self._run_periodic(capped=False)  # what the wall-rate cap held back: the paused state
-                self._drain(block_until=time.monotonic() + 0.1, stop_after_work=True)
+                if self._serve is not None and self.lockstep:
+                    self._drain(block_until=None)
+                    if not self._requests and not self._stop.is_set():
+                        self._serve(HOLD_WAIT)
+                else:
+                    self._drain(block_until=time.monotonic() + HOLD_WAIT, stop_after_work=True)
                 deadline = time.monotonic()  # real time restarts from here when played again
                 continue
             self._drain(block_until=None)
@@ -192,16 +219,20 @@ class PhysicsLoop:
                 self._drain(block_until=deadline)
 
     def _step(self) -> None:
-        self.world.step()
+        batch = min(self._budget, LOCKSTEP_BATCH) if self.lockstep and self._until is None else 1
+        self.world.step(max(batch, 1))
         self._recent.append((time.monotonic(), self.world.step_count))
         if not self.lockstep:
             self._run_periodic()
         if self._budget > 0:
-            self._budget -= 1
+            self._budget -= batch
             if self._until is not None and self._budget > 0 and self._until():
                 self._budget = 0
             if self._budget == 0:
                 self._finish()
+            elif self._serve is not None and self.lockstep and time.monotonic() - self._served > SERVE_PERIOD:
+                self._served = time.monotonic()
+                self._serve(0.0)  # a long request: hear a cancel (or a parameter change) now and then
 
     def _run_periodic(self, capped: bool = True) -> None:
         """The periodic work that is due. Steps asked for while paused are each published (/clock exact
@@ -239,6 +270,8 @@ class PhysicsLoop:
         (or, with stop_after_work, only until some work arrived and ran)."""
         while True:
             timeout = None if block_until is None else block_until - time.monotonic()
+            if (timeout is None or timeout <= 0) and self._calls.empty():
+                return  # the common case between two free-running steps: no exception raised and caught
             try:
                 item = self._calls.get_nowait() if timeout is None or timeout <= 0 else self._calls.get(timeout=timeout)
             except queue.Empty:

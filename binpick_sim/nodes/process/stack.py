@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Callable
 
 import rclpy
 from rclpy.context import Context
@@ -97,6 +98,12 @@ class SimStack:
         self.slow_executor = MultiThreadedExecutor(num_threads=4, context=self.context) if slow else None
         for node in self.nodes:
             (self.slow_executor if node in slow else self.executor).add_node(node)
+        # Lock-step (the gym envs): the physics thread waits for requests anyway, so it serves the short
+        # callbacks itself between two requests; a thread of their own would hand each one over.
+        self.physics_serves = self.loop.lockstep and not self.world.robot_interface and \
+            self.world.executor_kind != "multi"
+        if self.physics_serves:
+            self.loop.serve_while_holding(self._serve_once, waker(self.world))
         self._serving = False
         self._threads: list[threading.Thread] = []
 
@@ -104,7 +111,11 @@ class SimStack:
         """Serve on this thread until Ctrl-C or shutdown."""
         self._start_threads(main=False)
         try:
-            self._serve(self.executor)
+            if self.physics_serves:  # the physics thread serves; this one only waits for the end
+                while self._serving and self.context.ok() and self.loop.running:
+                    time.sleep(SPIN_PERIOD)
+            else:
+                self._serve(self.executor)
         except KeyboardInterrupt:
             pass
         finally:
@@ -119,7 +130,8 @@ class SimStack:
         sys.setswitchinterval(SWITCH_INTERVAL)
         self._serving = True
         self.loop.start()
-        executors = ([self.executor] if main else []) + ([self.slow_executor] if self.slow_executor else [])
+        executors = ([self.executor] if main and not self.physics_serves else []) + \
+            ([self.slow_executor] if self.slow_executor else [])
         for executor in executors:
             name = "executor" if executor is self.executor else "slow callbacks"
             thread = threading.Thread(target=self._serve, args=(executor,), name=name, daemon=True)
@@ -141,6 +153,19 @@ class SimStack:
                     raise
                 return
 
+    def _serve_once(self, timeout: float) -> None:
+        """The physics thread's turn at the short callbacks (lock-step): at most one, within `timeout`."""
+        if not (self._serving and self.context.ok()):
+            time.sleep(min(timeout, SPIN_PERIOD))  # shutting down: close() stops the loop
+            return
+        try:
+            self.executor.spin_once(timeout_sec=timeout)
+        except (ExternalShutdownException, ShutdownException):
+            pass
+        except Exception as exc:  # a broken callback must not stop the physics; Ctrl-C's race is no error
+            if self._serving and self.context.ok():
+                self.world.get_logger().error(f"a callback failed on the physics thread: {exc!r}")
+
     def close(self) -> None:
         self._serving = False
         self.loop.stop()
@@ -158,6 +183,16 @@ class SimStack:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def waker(node: Node) -> Callable[[], None]:
+    """A call, safe from any thread, that ends a spin_once of the executor serving `node`: a cancelled
+    timer of (almost) no period, which the call resets, fires at once (about 0.1 ms here) and cancels
+    itself again. rclpy 7.1.6's EventsExecutor takes no guard conditions, and neither its wake() nor
+    SingleThreadedExecutor's ends a spin_once in progress."""
+    timer = node.create_timer(1e-6, lambda: timer.cancel())
+    timer.cancel()
+    return timer.reset
 
 
 def arm_namespace(world: WorldNode, arm) -> dict:

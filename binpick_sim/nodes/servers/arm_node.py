@@ -6,6 +6,9 @@ command never reaches the world.
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.node import Node
@@ -106,17 +109,34 @@ class ArmNode(Node):
         return self.owner is not None
 
     def command(self, topic: str, msg, apply, clip, length: int = len(JOINT_NAMES)) -> None:
-        if self.refused(topic):
-            return self.count_received()
-        try:
-            values = finite_vector(msg.data, length)
-        except BadCommand as exc:
-            self.diagnostics.reject(topic, str(exc))
-        else:
-            if clip is not None and not np.array_equal(clip(values), values):
-                self.diagnostics.clip(topic, "targets outside the joint limits were")
+        values = self.checked(topic, msg.data, clip, length)
+        if values is not None:
             self.loop.call(apply, values)
         self.count_received()
+
+    def checked(self, topic: str, data, clip, length: int) -> np.ndarray | None:
+        """The command's values if the arm takes them (a clip counted), None if it is refused (logged and
+        counted on /diagnostics under `topic`)."""
+        if self.refused(topic):
+            return None
+        try:
+            values = finite_vector(data, length)
+        except BadCommand as exc:
+            self.diagnostics.reject(topic, str(exc))
+            return None
+        if clip is not None and not np.array_equal(clip(values), values):
+            self.diagnostics.clip(topic, "targets outside the joint limits were")
+        return values
+
+    def prepared(self, kind: str, data) -> Callable[[], None] | None:
+        """A `position`, `velocity` or `delta` command checked as on its topic, as one call for the physics
+        thread (None if refused): task/step hands it over together with its steps, in one hand-off."""
+        topic, apply, clip, length = {
+            "position": (POSITION_TOPIC, self.apply_position, self.arm.limits.clip_position, len(JOINT_NAMES)),
+            "velocity": (VELOCITY_TOPIC, self.apply_velocity, self.arm.limits.clip_velocity, len(JOINT_NAMES)),
+            "delta": (DELTA_TOPIC, self.apply_delta, None, 5)}[kind]
+        values = self.checked(topic, data, clip, length)
+        return None if values is None else functools.partial(apply, values)
 
     def on_controller(self, msg: Float64MultiArray) -> None:
         self.command(CONTROLLER_TOPIC, msg, self.apply_controller, None, length=self.torque_controller.control_dim)

@@ -55,8 +55,8 @@ class TaskNode(Node):
 
     # --- executor thread ----------------------------------------------------------------------
     def on_step(self, msg: Float64MultiArray) -> None:
-        """Hand the command to the arm node's checks, then ask for the steps; both go to the physics
-        thread in this order, so the steps always see the command."""
+        """Check the command with the arm node's checks (rejections counted on its /diagnostics), then hand
+        it and its steps to the physics thread together."""
         data = msg.data
         try:
             if len(data) < 3 or not all(map(_is_integer, data[:3])):
@@ -68,19 +68,18 @@ class TaskNode(Node):
         except BadCommand as exc:
             self.diagnostics.reject(STEP_TOPIC, str(exc))
             return
-        taken = True
         command = STEP_COMMANDS[code]
-        if code:
-            before = sum(self.arm.diagnostics.rejected.values())
-            handler = getattr(self.arm, f"on_{command.removesuffix(UNTIL_REACHED)}")
-            handler(Float64MultiArray(data=data[3:]))
-            taken = sum(self.arm.diagnostics.rejected.values()) == before
-        self.loop.call(self._expect, request, taken)
-        self.loop.advance(steps, until=self.sim.arm.target_reached if command.endswith(UNTIL_REACHED) else None)
+        apply = self.arm.prepared(command.removesuffix(UNTIL_REACHED), data[3:]) if code else None
+        until = self.sim.arm.target_reached if command.endswith(UNTIL_REACHED) else None
+        self.loop.call(self._start, request, code == 0 or apply is not None, apply, steps, until)
 
     # --- physics thread -----------------------------------------------------------------------
-    def _expect(self, request: int, taken: bool) -> None:
+    def _start(self, request: int, taken: bool, apply, steps: int, until) -> None:
+        """One hand-off per request: the command (if taken), then its steps, which therefore see it."""
+        if apply is not None:
+            apply()
         self.request = (request, taken)
+        self.loop.advance(steps, until=until)
 
     def update(self) -> None:
         """Evaluate the task on the physics thread and publish the result (and the observation a
