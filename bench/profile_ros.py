@@ -1,90 +1,156 @@
-"""A fixed amount of ROS env steps to profile (FrankaDelta-v0, state, seed 0), e.g.
+"""Where one ROS env step's wall time and CPU go, against the direct backend's step in the same run.
 
-    py-spy record --nonblocking --subprocesses --threads -r 250 --format raw -o build/ros_step.txt \
-        -- python -m bench.profile_ros
-    python -m bench.profile_ros --summary build/ros_step.txt
+    python -m bench.profile_ros [--steps 300] [--env binpick_sim/FrankaDelta-v0]
 
-The summary splits the samples of each process into where one env step's time goes (see `PARTS`).
+Two views of the same steps (FrankaDelta-v0 by default, state observations, seed 0, random actions):
+
+- **wall time, by stage**: the client marks when a gym step starts, when it sends its request and when
+  it has the reply; the `sim` process marks (through `bench/trace/sitecustomize.py`, which this script
+  puts on its PYTHONPATH) when it takes the request, when the steps begin, when they are done and when
+  the reply is sent. All marks are CLOCK_MONOTONIC, shared by the two processes; the table gives each
+  stage's median over the steps;
+- **CPU, by thread**: each thread's user + system time from /proc over the same steps, per step.
+
+Both are measured, not sampled: a sampling profiler (py-spy) books a thread blocked in DDS or rclpy's
+C++ executor as running and put a 40 us publish at 0.8 ms here. The script imports only what every
+checkout since 2026-11-23 has, so `PYTHONPATH=/other/checkout python bench/profile_ros.py` profiles
+another version the same way (the README's before/after).
 """
 from __future__ import annotations
 
 import argparse
-import collections
+import glob
+import os
+import statistics
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-STEPS = 300
-RATE = 250  # py-spy samples per second (-r)
-# (part, frame substrings): a sample goes to the first part any of its frames matches, looking from the
-# innermost frame outwards; start-up and shut-down samples are left out (see SETUP)
-PARTS = [
-    ("physics: stepSimulation", ("World.step (",)),
-    ("IK (delta commands)", ("PandaIK.", "FrankaArm.ik (")),
-    ("task rules", ("PickTask.", "BinScene.remove_objects_outside_bins", "FrankaArm.touching")),
-    ("observation built (PyBullet reads)", ("TaskNode.observation", "DirectBackend.observe", "object_views")),
-    ("JSON", ("json/", "(json")),
-    ("publish (serialize, DDS write)", ("Publisher.publish (",)),
-    ("arm command: checks, targets", ("ArmNode.", "TaskNode.on_step")),
-    ("take + callbacks (executor)", ("handle_subscription", "_take", "take_message", "execute_callback")),
-    ("executor bookkeeping (rclpy)", ("rclpy/executors.py", "SimStack._serve", "spin_once")),
-    ("client wait loop", ("SimClient.spin_until",)),
-    ("physics thread hand-off", ("PhysicsLoop.",)),
+TRACE = Path(__file__).resolve().parent / "trace"
+STAGES = [  # (from mark, to mark, what happens in between)
+    ("gym step", "request sent", "client: gym step to request (action checks, message built, publish)"),
+    ("request sent", "taken", "request transport: DDS, sim wake-up, take (and the GIL)"),
+    ("taken", "stepping", "command checked, handed to the physics thread, applied (IK for deltas)"),
+    ("stepping", "settled", "physics: stepSimulation x steps"),
+    ("settled", "replied", "task rules, observation, JSON, reply published"),
+    ("replied", "reply in hand", "reply transport: DDS, client wake-up, take, JSON parse"),
+    ("reply in hand", "step returned", "client: observation and info built, gym wrappers"),
 ]
-SETUP = ("_find_and_load", "__init__ (binpick_sim", "BinPickingSim.reset", "close (", "destroy", "Popen",
-         "RosBackend.__init__", "RosBackend.reset", "make_backend", "TemporaryDirectory")
 
 
-def run(steps: int = STEPS, env_id: str = "binpick_sim/FrankaDelta-v0") -> float:
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of a process, by 'tid name'."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = {}
+    for task in glob.glob(f"/proc/{pid}/task/*"):
+        try:
+            name = Path(task, "comm").read_text().strip()
+            fields = Path(task, "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu[f"{Path(task).name} {name}"] = (int(fields[11]) + int(fields[12])) / ticks
+    return cpu
+
+
+def profile(steps: int, env_id: str) -> str:
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
 
+    trace = Path(tempfile.mkdtemp(prefix="binpick_trace_")) / "sim"
+    os.environ["BINPICK_TRACE"] = str(trace)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
     env = gym.make(env_id, backend="ros", observation="state")
+    backend = env.unwrapped.backend  # the sim process starts here, with the variables above
+    del os.environ["BINPICK_TRACE"]  # this process keeps its own marks
+    marks: list[tuple[str, float]] = []
+    publish, exchange = backend.requester.publish, backend._exchange
+
+    def traced_publish(msg):
+        marks.append(("request sent", time.monotonic()))
+        publish(msg)
+
+    def traced_exchange(*args, **kwargs):
+        result = exchange(*args, **kwargs)
+        marks.append(("reply in hand", time.monotonic()))
+        return result
+
+    backend.requester.publish, backend._exchange = traced_publish, traced_exchange
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
+        for _ in range(20):  # warm up
+            env.step(env.action_space.sample())
+        sim_pid = backend.process.process.pid
+        cpu_before, mine_before = thread_cpu(sim_pid), thread_cpu(os.getpid())
+        marks.clear()
         start = time.perf_counter()
         for _ in range(steps):
+            marks.append(("gym step", time.monotonic()))
             env.step(env.action_space.sample())
-        return steps / (time.perf_counter() - start)
+            marks.append(("step returned", time.monotonic()))
+        wall = (time.perf_counter() - start) / steps
+        cpu_after, mine_after = thread_cpu(sim_pid), thread_cpu(os.getpid())
+    finally:
+        env.close()
+    direct_wall, direct_cpu = direct_step(env_id, steps)
+    sim_marks = [(label, float(t)) for path in trace.parent.glob("sim.*")
+                 for label, t in (line.split() for line in path.read_text().splitlines())]
+    stages = stage_times(marks, sim_marks)
+    lines = [f"{env_id}, state, {steps} steps: ROS backend {1000 * wall:.2f} ms per env step "
+             f"({1 / wall:.0f}/s); direct backend {1000 * direct_wall:.2f} ms ({1 / direct_wall:.0f}/s), "
+             f"ratio {direct_wall / wall:.2f}", "", "wall time, median per env step:"]
+    for (_, _, what), samples in zip(STAGES, stages):
+        lines.append(f"  {1000 * statistics.median(samples):6.3f} ms  {what}" if samples else f"  (no marks)  {what}")
+    lines += ["", f"CPU per env step (direct backend, all of it: {1000 * direct_cpu:.2f} ms):"]
+    for process, before, after in (("sim", cpu_before, cpu_after), ("client", mine_before, mine_after)):
+        for thread in sorted(after, key=lambda t: before.get(t, 0.0) - after[t]):
+            used = (after[thread] - before.get(thread, 0.0)) / steps
+            if used >= 0.005e-3:
+                lines.append(f"  {1000 * used:6.3f} ms  {process} thread {thread.split(' ', 1)[1]}")
+    return "\n".join(lines)
+
+
+def stage_times(client: list, sim: list) -> list[list[float]]:
+    """Each stage's durations, over the steps whose marks are all there, in order."""
+    order = [STAGES[0][0]] + [to for _, to, _ in STAGES]
+    durations: list[list[float]] = [[] for _ in STAGES]
+    current: dict[str, float] = {}
+    for label, t in sorted(client + sim, key=lambda mark: mark[1]):
+        if label == order[0]:
+            current = {}
+        current.setdefault(label, t)
+        if label == order[-1] and all(k in current for k in order):
+            times = [current[k] for k in order]
+            if times == sorted(times):
+                for stage, (a, b) in enumerate(zip(times, times[1:])):
+                    durations[stage].append(b - a)
+    return durations
+
+
+def direct_step(env_id: str, steps: int) -> tuple[float, float]:
+    """(wall s, CPU s) per env step of the direct backend, same env, seed and kind of actions."""
+    import gymnasium as gym
+
+    env = gym.make(env_id, backend="direct", observation="state")
+    try:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        for _ in range(20):
+            env.step(env.action_space.sample())
+        start, cpu = time.perf_counter(), time.process_time()
+        for _ in range(steps):
+            env.step(env.action_space.sample())
+        return (time.perf_counter() - start) / steps, (time.process_time() - cpu) / steps
     finally:
         env.close()
 
 
-def summary(path: str, steps: int = STEPS, rate: float = RATE) -> str:
-    """Milliseconds per env step of each process and thread in each part, from py-spy's raw format
-    (recorded with --threads and without --idle: samples of threads that were running)."""
-    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    samples = [line.rstrip().rpartition(" ") for line in open(path)]
-    names = {}  # thread id -> name, where some sample had it
-    for stack, _, _ in samples:
-        for frame in stack.split(";"):
-            if frame.startswith("thread (") and ": " in frame:
-                names[frame.split(": ")[0]] = frame.split(": ", 1)[1]
-    for stack, _, n in samples:
-        frames = stack.split(";")
-        if any(key in frame for frame in frames for key in SETUP):
-            continue
-        process = "sim" if any("binpick_sim.nodes." in f for f in frames if f.startswith("process ")) else "client"
-        thread = next((f for f in frames if f.startswith("thread (")), "?")
-        thread = names.get(thread.split(": ")[0], thread)
-        part = next((name for frame in reversed(frames) for name, keys in PARTS if any(k in frame for k in keys)),
-                    "other Python / native")
-        counts[f"{process} {thread}"][part] += int(n)
-    lines = []
-    per_step = 1000.0 / rate / steps
-    for where, parts in sorted(counts.items(), key=lambda kv: -sum(kv[1].values())):
-        lines.append(f"{where}: {sum(parts.values()) * per_step:.2f} ms per env step")
-        lines += [f"    {n * per_step:6.2f} ms  {part}" for part, n in parts.most_common()]
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--summary", help="summarise a py-spy raw profile instead of running")
-    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--env", default="binpick_sim/FrankaDelta-v0")
     args = parser.parse_args()
-    if args.summary:
-        print(summary(args.summary, args.steps))
-    else:
-        print(f"{run(args.steps, args.env):.1f} env steps/s")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file from another checkout
+    print(profile(args.steps, args.env))

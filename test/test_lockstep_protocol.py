@@ -108,3 +108,30 @@ def test_the_waker_ends_a_wait_for_requests_from_another_thread(ros_context, kin
     finally:
         executor.shutdown()
         node.destroy_node()
+
+
+BOX = ('<robot name="thing"><link name="base"><inertial><mass value="0.05"/><inertia ixx="1e-5" iyy="1e-5" '
+       'izz="1e-5" ixy="0" ixz="0" iyz="0"/></inertial><visual><geometry><box size="{s} {s} {s}"/></geometry>'
+       '</visual><collision><geometry><box size="{s} {s} {s}"/></geometry></collision></link></robot>')
+
+
+def test_a_reply_shapes_each_object_as_it_is_now_also_after_a_delete_and_a_spawn_under_its_name(lockstep):
+    """The task node reads an object's shape once while it lives; an object deleted and another spawned
+    under the same name (and perhaps the same PyBullet body id) must show its own shape."""
+    from binpick_sim.cell.entities import Entities
+
+    stack, client, requests = lockstep
+    entities = stack.loop.run(Entities, stack.sim)
+    try:
+        def shape_of(request):
+            reply = exchange(client, requests, [request, 0, 1])
+            return next((kind, size) for name, _, _, kind, size, _ in reply["objects"] if name == "thing")
+
+        above = stack.loop.run(lambda: {p.name: p for p in entities.named_poses()}["above_pick_bin"])
+        for request, size in ((1, 0.02), (2, 0.04), (3, 0.03)):
+            stack.loop.run(lambda: entities.delete("thing") if "thing" in entities.names() else None)
+            stack.loop.run(entities.spawn, "thing", False, "", BOX.format(s=size), "world", above.position,
+                           above.orientation)
+            assert shape_of(request) == ("box", pytest.approx([size] * 3))
+    finally:
+        stack.loop.run(entities.close)

@@ -1,0 +1,59 @@
+"""Loaded by every Python process started with this folder on PYTHONPATH (`bench.profile_ros` puts it
+there for the `sim` process it starts). With BINPICK_TRACE=<file> set, it wraps four methods of the sim's
+nodes so that each lock-step request leaves wall-clock marks (CLOCK_MONOTONIC, which every process on
+the machine shares), written to <file>.<pid> at exit. Without the variable it does nothing.
+
+The marks, in the order a request meets them (method names as on main since 2026-11-23, so an older
+checkout can be profiled the same way):
+  taken     TaskNode.on_step entered: the request is in the sim's hands (DDS, wake-up, take done)
+  stepping  PhysicsLoop._add_budget: the command is checked and applied (IK included), steps begin
+  settled   TaskNode.update entered: the steps are taken
+  replied   TaskNode.update returns: task rules, observation, JSON and the reply's publish done
+"""
+import os
+import sys
+
+if os.environ.get("BINPICK_TRACE"):
+    import atexit
+    import time
+
+    _marks: list = []
+
+    def _marked(cls, name: str, label: str, after: bool = False):
+        original = getattr(cls, name)
+
+        def wrapper(*args, **kwargs):
+            if not after:
+                _marks.append((label, time.monotonic()))
+            result = original(*args, **kwargs)
+            if after:
+                _marks.append((label, time.monotonic()))
+            return result
+
+        setattr(cls, name, wrapper)
+
+    def _install() -> None:
+        from binpick_sim.cell.loop import PhysicsLoop
+        from binpick_sim.nodes.servers.task_node import TaskNode
+
+        _marked(TaskNode, "on_step", "taken")
+        _marked(PhysicsLoop, "_add_budget", "stepping")
+        _marked(TaskNode, "update", "settled")
+        _marked(TaskNode, "update", "replied", after=True)  # wraps the wrapper: marks after the publish
+
+    class _AfterStackImport:
+        """Installs the wrappers once the sim's stack module is imported (the nodes exist by then)."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name == "binpick_sim.nodes.process.stack":
+                sys.meta_path.remove(self)
+                _install()
+            return None
+
+    sys.meta_path.insert(0, _AfterStackImport())
+
+    def _dump() -> None:
+        with open(f"{os.environ['BINPICK_TRACE']}.{os.getpid()}", "w") as out:
+            out.writelines(f"{label} {t!r}\n" for label, t in _marks)
+
+    atexit.register(_dump)
