@@ -1,7 +1,9 @@
 """Physics: steps per second of the world node's loop (publishing everything) vs raw stepSimulation."""
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from geometry_msgs.msg import WrenchStamped
 from rosgraph_msgs.msg import Clock
@@ -32,22 +34,47 @@ def raw_steps_per_second(seconds: float = SECONDS) -> float:
         sim.close()
 
 
-def node_steps_per_second(seconds: float = SECONDS) -> float:
+def raw_steps_per_cpu_second(seconds: float = SECONDS / 2) -> float:
+    """The same per second of this process's CPU time, which other processes on the machine barely move."""
+    sim = direct_sim()
+    try:
+        step, count, start = sim.world.client.stepSimulation, 0, time.process_time()
+        while time.process_time() - start < seconds:
+            for _ in range(100):
+                step()
+            count += 100
+        return count / (time.process_time() - start)
+    finally:
+        sim.close()
+
+
+def node_steps_per_second(seconds: float = SECONDS) -> tuple[float, float]:
     """The `sim` process as fast as it can go, camera off, read from the stamps of joint_states; every
-    state topic has a subscriber (the nodes publish only what someone subscribes to)."""
+    state topic has a subscriber (the nodes publish only what someone subscribes to). Returns steps per
+    wall second and per CPU second of the whole sim process (every thread of it)."""
     with sim_and_client({"realtime_factor": 0.0, "camera": False}, WATCHED) as (process, client):
         client.spin_for(1.0)
-        sim0, wall0 = client.stamp("joint_states"), time.perf_counter()
+        sim0, wall0, cpu0 = client.stamp("joint_states"), time.perf_counter(), process_cpu(process.process.pid)
         client.spin_for(seconds)
-        sim1, wall1 = client.stamp("joint_states"), time.perf_counter()
-        return (sim1 - sim0) / TIMESTEP / (wall1 - wall0)
+        sim1, wall1, cpu1 = client.stamp("joint_states"), time.perf_counter(), process_cpu(process.process.pid)
+        steps = (sim1 - sim0) / TIMESTEP
+        return steps / (wall1 - wall0), steps / (cpu1 - cpu0)
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure() -> list[Figure]:
     raw = raw_steps_per_second()
-    node = node_steps_per_second()
+    node, node_cpu = node_steps_per_second()
+    raw_cpu = raw_steps_per_cpu_second()
     return [Figure("physics", "world node loop, all publishers on", node, "steps/s", raw,
-                   "realtime_factor 0, camera off")]
+                   "realtime_factor 0, camera off"),
+            Figure("physics", "world node loop, all publishers on, per CPU second of the sim process", node_cpu,
+                   "steps/CPU s", raw_cpu, "raw: per CPU second of stepSimulation alone")]
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ import argparse
 import glob
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +33,8 @@ STAGES = [  # (from mark, to mark, what happens in between)
     ("taken", "stepping", "command checked, handed to the physics thread, applied (IK for deltas)"),
     ("stepping", "settled", "physics: stepSimulation x steps"),
     ("settled", "replied", "task rules, observation, JSON, reply published"),
-    ("replied", "reply in hand", "reply transport: DDS, client wake-up, take, JSON parse"),
+    ("replied", "reply in hand", "reply transport: DDS, client wake-up, take, JSON parse (image mode: and the "
+                                 "images, rendered after the reply)"),
     ("reply in hand", "step returned", "client: observation and info built, gym wrappers"),
 ]
 
@@ -53,7 +53,7 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return cpu
 
 
-def profile(steps: int, env_id: str) -> str:
+def profile(steps: int, env_id: str, observation: str = "state") -> str:
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
@@ -61,7 +61,7 @@ def profile(steps: int, env_id: str) -> str:
     trace = Path(tempfile.mkdtemp(prefix="binpick_trace_")) / "sim"
     os.environ["BINPICK_TRACE"] = str(trace)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
-    env = gym.make(env_id, backend="ros", observation="state")
+    env = gym.make(env_id, backend="ros", observation=observation)
     backend = env.unwrapped.backend  # the sim process starts here, with the variables above
     del os.environ["BINPICK_TRACE"]  # this process keeps its own marks
     marks: list[tuple[str, float]] = []
@@ -94,11 +94,11 @@ def profile(steps: int, env_id: str) -> str:
         cpu_after, mine_after = thread_cpu(sim_pid), thread_cpu(os.getpid())
     finally:
         env.close()
-    direct_wall, direct_cpu = direct_step(env_id, steps)
+    direct_wall, direct_cpu = direct_step(env_id, steps, observation)
     sim_marks = [(label, float(t)) for path in trace.parent.glob("sim.*")
                  for label, t in (line.split() for line in path.read_text().splitlines())]
     stages = stage_times(marks, sim_marks)
-    lines = [f"{env_id}, state, {steps} steps: ROS backend {1000 * wall:.2f} ms per env step "
+    lines = [f"{env_id}, {observation}, {steps} steps: ROS backend {1000 * wall:.2f} ms per env step "
              f"({1 / wall:.0f}/s); direct backend {1000 * direct_wall:.2f} ms ({1 / direct_wall:.0f}/s), "
              f"ratio {direct_wall / wall:.2f}", "", "wall time, median per env step:"]
     for (_, _, what), samples in zip(STAGES, stages):
@@ -129,11 +129,11 @@ def stage_times(client: list, sim: list) -> list[list[float]]:
     return durations
 
 
-def direct_step(env_id: str, steps: int) -> tuple[float, float]:
+def direct_step(env_id: str, steps: int, observation: str = "state") -> tuple[float, float]:
     """(wall s, CPU s) per env step of the direct backend, same env, seed and kind of actions."""
     import gymnasium as gym
 
-    env = gym.make(env_id, backend="direct", observation="state")
+    env = gym.make(env_id, backend="direct", observation=observation)
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
@@ -151,6 +151,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--env", default="binpick_sim/FrankaDelta-v0")
+    parser.add_argument("--observation", default="state", choices=("state", "image"))
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file from another checkout
-    print(profile(args.steps, args.env))
+    print(profile(args.steps, args.env, args.observation))
