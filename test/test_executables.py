@@ -19,12 +19,16 @@ from binpick_sim.paths import default_config
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_sim_serves_and_stops_cleanly(ros_context, tmp_path, sig):
-    sim = SimProcess({"realtime_factor": 0.0, "camera": False}, log=tmp_path / "sim.log")
+@pytest.mark.parametrize("lockstep", [False, True], ids=["free", "lockstep"])
+def test_sim_serves_and_stops_cleanly(ros_context, tmp_path, sig, lockstep):
+    """Also in lock-step, where the physics thread itself serves the callbacks between requests."""
+    sim = SimProcess({"realtime_factor": 0.0, "camera": False, "lockstep": lockstep, "task": lockstep},
+                     log=tmp_path / "sim.log")
     client = SimClient("probe", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
     try:
-        client.wait_for_topics(["joint_states"], timeout=60)
-        assert client.call("world/reset").success
+        if not lockstep:  # in lock-step nothing is published until a request asks for it
+            client.wait_for_topics(["joint_states"], timeout=60)
+        assert client.call("world/reset", timeout=60).success
     finally:
         client.close()
         sim.process.send_signal(sig)
