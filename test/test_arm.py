@@ -45,6 +45,29 @@ def test_velocity_action_is_clipped_and_steps_once(sim):
     assert arm.joint_states()[1][0] == pytest.approx(1.0, abs=0.05)
 
 
+@pytest.mark.parametrize("before", ["position", "velocity", "torque"])
+def test_a_far_position_target_moves_no_joint_faster_than_its_limit(sim, before):
+    """Position targets keep every joint within its velocity limit whatever commanded the motors before
+    (a velocity or torque command lifts PyBullet's per-motor clamp, which the next position command
+    must set again; without it the shoulder swung at ten times its limit)."""
+    arm = sim.arm
+    if before == "velocity":
+        arm.set_velocity_targets(np.zeros(9))
+    elif before == "torque":
+        arm.release_motors()
+        arm.command_torques(arm.gravity_torques(arm.joint_states()[0]))
+    sim.world.step(5)
+    far = arm.home.copy()
+    far[0] += 2.0
+    far[5] -= 1.0
+    arm.set_position_targets(far)
+    fastest = 0.0
+    for _ in range(120):
+        sim.world.step()
+        fastest = max(fastest, np.max(np.abs(arm.joint_states()[1][:7]) / arm.limits.velocity[:7]))
+    assert 0.9 < fastest < 1.05
+
+
 @pytest.mark.parametrize("delta", [[0.05, 0, 0], [0, 0.04, 0], [0, 0, 0.06], [-0.03, -0.03, 0.02]])
 def test_delta_action_moves_the_gripper_by_the_commanded_amount(sim, delta):
     """Tolerance: 3 mm, and the gripper stays top-down."""

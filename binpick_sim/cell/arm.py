@@ -76,6 +76,10 @@ class FrankaArm:
         self.limits = JointLimits(lower=np.array([i[8] for i in infos]), upper=np.array([i[9] for i in infos]),
                                   effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
         self.home = self.limits.clip_position(config.home)
+        # What every motor command passes, as plain floats (computed once: the limits are fixed).
+        self._motor_forces = self.limits.effort.tolist()
+        self._motor_forces[7:] = [float(config.finger_force)] * (len(self.joints) - 7)
+        self._max_velocities = self.limits.velocity.tolist()
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
                               self.home, self.grasp_link, self.joints,
                               rounds=config.ik_rounds, iterations=config.ik_iterations)
@@ -83,7 +87,6 @@ class FrankaArm:
         # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
         self.torque_commands = np.full(len(self.joints), np.nan)
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
-        world.add_step_hooks(before=self._run_controller)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
         self._workspace_bounds: tuple[np.ndarray, np.ndarray] | None = None
@@ -93,6 +96,8 @@ class FrankaArm:
         self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
         self.body = c.loadURDF("franka_panda/panda.urdf", self.config.base_position, self.base_orientation,
                                useFixedBase=True, flags=self_collision if self.config.self_collision else 0)
+        # Per joint: whether its motor's velocity clamp is known to be the joint's limit (command_motors).
+        self._clamped = [False] * len(JOINT_NAMES)
 
     def _set_up_body(self) -> None:
         c = self.world.client
@@ -139,8 +144,13 @@ class FrankaArm:
 
         Anything that must act at the physics rate (a trajectory being followed, a torque controller)
         installs itself here; installing another one, or clearing it, stops the previous one, the way a
-        new command replaces the running one on a real arm.
+        new command replaces the running one on a real arm. The world runs the arm's step hook only
+        while a controller is installed (motor targets alone need nothing per step).
         """
+        if controller is not None and self.controller is None:
+            self.world.add_step_hooks(before=self._run_controller)
+        elif controller is None and self.controller is not None:
+            self.world.remove_step_hooks(before=self._run_controller)
         self.controller = controller
 
     def _run_controller(self) -> None:
@@ -151,7 +161,7 @@ class FrankaArm:
     def reset(self) -> None:
         """Teleport to the home pose, at rest, with the motors holding it and the gripper open.
         Any running controller is stopped; an arm made NaN is rebuilt first."""
-        self.controller = None
+        self.set_controller(None)
         self._reload_if_poisoned()
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
@@ -224,6 +234,7 @@ class FrankaArm:
         """Switch the first `count` joints' motors off (zero-force velocity motors) for torque control."""
         c = self.world.client
         c.setJointMotorControlArray(self.body, self.joints[:count], c.VELOCITY_CONTROL, forces=[0.0] * count)
+        self._clamped[:count] = [False] * count  # a velocity command lifts the clamp
         self.torque_commands[:count] = 0.0
 
     def command_torques(self, torques) -> None:
@@ -232,6 +243,7 @@ class FrankaArm:
         torques = np.asarray(torques, dtype=float)
         c = self.world.client
         c.setJointMotorControlArray(self.body, self.joints[:len(torques)], c.TORQUE_CONTROL, forces=torques.tolist())
+        self._clamped[:len(torques)] = [False] * len(torques)  # known only while position-controlled
         self.torque_commands[:len(torques)] = torques
 
     # --- motor targets (no stepping) ----------------------------------------------------------
@@ -250,21 +262,42 @@ class FrankaArm:
     def command_motors(self, positions, velocities) -> None:
         """Per joint: a position target (where `positions` is a number) or a velocity target (where only
         `velocities` is); values are used as given, so clip them first. This pair is the whole motor
-        state: `targets` and `velocity_targets` report it back."""
+        state: `targets` and `velocity_targets` report it back.
+
+        At most one `setJointMotorControlArray` per mode instead of a call per joint. That call cannot
+        set a motor's velocity clamp (`maxVelocity`), which PyBullet keeps per motor until a velocity
+        command lifts it: a joint whose clamp is not known to be its velocity limit (first position
+        target, or after a velocity or torque command, or a reloaded body) gets its own
+        `setJointMotorControl2` with `maxVelocity` first, so every motor ends in the same state as
+        with nine `setJointMotorControl2` calls."""
         c = self.world.client
-        forces = self.limits.effort.tolist()
-        forces[7:] = [float(self.config.finger_force)] * (len(forces) - 7)
         # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
         position_list = np.asarray(positions, dtype=float).tolist()
         velocity_list = np.asarray(velocities, dtype=float).tolist()
-        max_velocities = self.limits.velocity.tolist()
-        motor, position_mode, velocity_mode = c.setJointMotorControl2, c.POSITION_CONTROL, c.VELOCITY_CONTROL
-        for i, (j, force) in enumerate(zip(self.joints, forces)):
-            if math.isfinite(position_list[i]):
-                motor(self.body, j, position_mode, targetPosition=position_list[i], force=force,
-                      maxVelocity=max_velocities[i])
+        forces, clamped, joints = self._motor_forces, self._clamped, self.joints
+        held, held_targets, held_forces = [], [], []
+        moving, moving_targets, moving_forces = [], [], []
+        for i, target in enumerate(position_list):
+            if math.isfinite(target):
+                if clamped[i]:
+                    held.append(joints[i])
+                    held_targets.append(target)
+                    held_forces.append(forces[i])
+                else:
+                    c.setJointMotorControl2(self.body, joints[i], c.POSITION_CONTROL, targetPosition=target,
+                                            force=forces[i], maxVelocity=self._max_velocities[i])
+                    clamped[i] = True
             else:
-                motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
+                moving.append(joints[i])
+                moving_targets.append(velocity_list[i])
+                moving_forces.append(forces[i])
+                clamped[i] = False  # a velocity command lifts the clamp
+        if held:
+            c.setJointMotorControlArray(self.body, held, c.POSITION_CONTROL, targetPositions=held_targets,
+                                        forces=held_forces)
+        if moving:
+            c.setJointMotorControlArray(self.body, moving, c.VELOCITY_CONTROL, targetVelocities=moving_targets,
+                                        forces=moving_forces)
         self.torque_commands[:] = np.nan
         self.position_targets = np.array(positions, dtype=float)
         self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
