@@ -41,8 +41,8 @@ def test_the_one_object_scene_has_panda_gyms_step_and_arm():
     assert config.simulation.timestep * config.task.steps_per_action == pytest.approx(0.04)
     assert config.scene.pick_bin.min_objects == config.scene.pick_bin.max_objects == 1
     assert not (config.arm.self_collision or config.arm.finger_gear or config.arm.finger_force_sensors)
-    assert (config.arm.ik_iterations, config.arm.ik_rounds) == (20, 0)
-    assert (default.arm.ik_iterations, default.arm.ik_rounds) == (100, 6)
+    assert (config.arm.ik_posture, config.arm.ik_iterations, config.arm.ik_rounds) == (False, 20, 0)
+    assert (default.arm.ik_posture, default.arm.ik_iterations, default.arm.ik_rounds) == (True, 10, 6)
     assert default.arm.self_collision and default.arm.finger_gear and default.arm.finger_force_sensors
     assert config.scene.pick_bin.position == default.scene.pick_bin.position and config.camera == default.camera
 
@@ -75,6 +75,8 @@ def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
     ("arm.ik_rounds", -1, "arm.ik_rounds: must be in [0, 100]"),
     ("arm.self_collision", "no", "arm.self_collision: expected true or false"),
     ("arm.finger_gear", 1, "arm.finger_gear: expected true or false"),
+    ("arm.ik_posture", "yes", "arm.ik_posture: expected true or false"),
+    ("arm.ik_posture", 0, "arm.ik_posture: expected true or false"),
 ])
 def test_mistyped_values_name_the_key(tmp_path, scene_data, key, value, expected):
     data = copy.deepcopy(scene_data)

@@ -82,7 +82,8 @@ class FrankaArm:
         self._max_velocities = self.limits.velocity.tolist()
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
                               self.home, self.grasp_link, self.joints,
-                              rounds=config.ik_rounds, iterations=config.ik_iterations)
+                              rounds=config.ik_rounds, iterations=config.ik_iterations,
+                              posture=config.ik_posture)
         self.controller: Callable[[], None] | None = None
         # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
         self.torque_commands = np.full(len(self.joints), np.nan)
