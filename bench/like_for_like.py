@@ -2,21 +2,24 @@
 
 Every env here runs random actions with state observations, all in this one process, taking turns
 in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's physics client
-has its `stepSimulation` timed, which gives, from the same steps:
+has its `stepSimulation` timed (and the IK client its `calculateInverseKinematics`), which gives, from
+the same steps:
 
 - env steps/s, and the steps/s its own `stepSimulation` calls alone would allow ("raw stepping of
   the same world", same motions): their ratio is what the env, the task and the arm leave of it;
+- the env's own work per env step (everything but `stepSimulation`), and of it PyBullet's IK calls;
 - physics time per `stepSimulation` call, which tells what the scene costs.
 
 Figures:
-- FrankaDelta-v0 on `config/scene_one_object.yaml` (one object, panda-gym's 0.04 s step of 20 x 2 ms)
+- FrankaDelta-v0 on `config/scene_one_object.yaml` (one box, panda-gym's 0.04 s step of 20 x 2 ms)
   beside panda-gym's PandaPickAndPlace-v3 (the raw column holds panda-gym's figure; absent when it is
-  not installed: `make bench` installs requirements-bench.txt);
-- the three envs on the default scene and on the one-object scene, against their own physics;
-- what the default scene's arm costs on top: the one-object scene with one of its features added back
-  at a time (finger gear constraint, finger force sensors, arm self-collision, the iterated IK), and
-  what its object costs (taken out), in env steps/s and us per physics step; and panda-gym's world in
-  us per physics step during its episodes.
+  not installed: `make bench` installs requirements-bench.txt), and the two envs' own work per step;
+- the three envs on the default scene and on the one-object scene, against their own physics (the
+  env overhead: 1 - ratio);
+- what the default scene costs on top: the one-object scene with one of its features added back at a
+  time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
+  object instead of the box), and what the object costs (taken out), in env steps/s and us per physics
+  step; and panda-gym's world in us per physics step during its episodes.
 Only `step` calls are timed; an episode that ends is reset outside the clock.
 """
 from __future__ import annotations
@@ -62,11 +65,13 @@ class Timed:
 
     env: gym.Env
     client: object  # the PyBullet client whose stepSimulation is timed
+    ik_client: object = None  # the one whose calculateInverseKinematics is timed (ours: the IK copy's)
     seed: int = 0
     steps: int = 0
     step_time: float = 0.0
     physics_time: float = 0.0
     physics_calls: int = 0
+    ik_time: float = 0.0
 
     def __post_init__(self):
         self.env.reset(seed=self.seed)
@@ -80,9 +85,20 @@ class Timed:
             self.physics_calls += 1
 
         self.client.stepSimulation = timed_step  # both clients look it up on every call
+        if self.ik_client is not None:
+            ik = self.ik_client.calculateInverseKinematics
+
+            def timed_ik(*args, **kwargs):
+                start = clock()
+                try:
+                    return ik(*args, **kwargs)
+                finally:
+                    self.ik_time += clock() - start
+
+            self.ik_client.calculateInverseKinematics = timed_ik
         self.run(1)  # warm up
         self.steps = self.physics_calls = 0
-        self.step_time = self.physics_time = 0.0
+        self.step_time = self.physics_time = self.ik_time = 0.0
 
     def run(self, steps: int) -> None:
         for _ in range(steps):
@@ -92,9 +108,9 @@ class Timed:
             self.step_time += clock() - start
             self.steps += 1
             if terminated or truncated:
-                physics = self.physics_time, self.physics_calls
+                physics = self.physics_time, self.physics_calls, self.ik_time
                 self.env.reset()
-                self.physics_time, self.physics_calls = physics  # resets' settling is not stepping
+                self.physics_time, self.physics_calls, self.ik_time = physics  # resets' settling is not stepping
 
     @property
     def rate(self) -> float:
@@ -109,31 +125,44 @@ class Timed:
     def physics_us(self) -> float:
         return 1e6 * self.physics_time / self.physics_calls
 
+    @property
+    def own_us(self) -> float:
+        """The env's own work per env step: everything its `step` did but `stepSimulation`."""
+        return 1e6 * (self.step_time - self.physics_time) / self.steps
+
+    @property
+    def ik_us(self) -> float:
+        return 1e6 * self.ik_time / self.steps
+
 
 def binpick(name: str, scene) -> Timed:
     env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
     env.reset(seed=0)
-    return Timed(env, env.unwrapped.backend.sim.world.client)
+    sim = env.unwrapped.backend.sim
+    return Timed(env, sim.world.client, sim.arm.solver.client)
 
 
 def peer() -> Timed:
     import panda_gym  # noqa: F401  (registers the ids)
 
     env = gym.make(PEER_ID)
-    return Timed(env, env.unwrapped.sim.physics_client)
+    client = env.unwrapped.sim.physics_client
+    return Timed(env, client, client)  # panda-gym solves IK on the live arm
 
 
-# What the default scene's arm has that the one-object scene (like panda-gym's) leaves out, each
-# added back on its own, then all four (the one-object scene with scene.yaml's arm); and the scene's
-# object taken out (a 1-3 cm mesh of ~180 vertices, where panda-gym has a box).
+# What the default scene has that the one-object scene (like panda-gym's) leaves out, each added back
+# on its own, then the arm's four together (the one-object scene with scene.yaml's arm); the default
+# scene's kind of object (a 1-3 cm random_urdfs mesh of ~180 vertices) in place of the box; and the
+# object taken out.
 ARM = {"arm.finger_gear": True, "arm.finger_force_sensors": True, "arm.self_collision": True}
-IK = {"arm.ik_iterations": 100, "arm.ik_rounds": 6}
+IK = {"arm.ik_posture": True, "arm.ik_iterations": 10, "arm.ik_rounds": 6}
 VARIANTS = {
     "+ finger gear constraint": {"arm.finger_gear": True},
     "+ finger force sensors": {"arm.finger_force_sensors": True},
     "+ arm self-collision": {"arm.self_collision": True},
-    "+ scene.yaml's IK (up to 7 passes of 100 iterations)": IK,
+    "+ scene.yaml's IK (posture pass, then refined to 0.1 mm)": IK,
     "+ all four (scene.yaml's arm)": {**ARM, **IK},
+    "+ a random_urdfs mesh object instead of the box": {"scene.object_set": "train"},
     "- its object (no object at all)": {"scene.pick_bin.min_objects": 0, "scene.pick_bin.max_objects": 0},
 }
 
@@ -175,6 +204,9 @@ def measure() -> list[Figure]:
                    f"raw: panda-gym {PEER_VERSION} {PEER_ID}, state, 20 x 2 ms steps, same run"),
             Figure(GROUP, f"panda-gym {PEER_ID}, state", p.rate, "steps/s", p.physics_rate,
                    "raw: its own stepSimulation calls"),
+            Figure(GROUP, "FrankaDelta-v0 one-object scene, own work per env step (all but stepSimulation)",
+                   like.own_us, "us", p.own_us, f"raw: panda-gym {PEER_ID}'s"),
+            Figure(GROUP, "  of it PyBullet's IK calls", like.ik_us, "us", p.ik_us, f"raw: panda-gym {PEER_ID}'s"),
         ]
     else:
         figures.append(Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s",
@@ -184,6 +216,10 @@ def measure() -> list[Figure]:
             run = runs[f"{name}, {scene}"]
             figures.append(Figure(GROUP, f"{name} direct, state, {scene}", run.rate, "steps/s", run.physics_rate,
                                   f"raw: its own {steps[scene]} stepSimulation calls"))
+    default_delta = runs["FrankaDelta-v0, default scene"]
+    figures += [Figure(GROUP, "FrankaDelta-v0 default scene, own work per env step (all but stepSimulation)",
+                       default_delta.own_us, "us"),
+                Figure(GROUP, "  of it PyBullet's IK calls", default_delta.ik_us, "us")]
     figures.append(Figure(GROUP, "one-object world, during FrankaDelta-v0 episodes", like.physics_us,
                           "us/physics step"))
     for variant in VARIANTS:

@@ -115,7 +115,7 @@ class BinConfig:
 class SceneConfig:
     pick_bin: BinConfig
     drop_bin: BinConfig
-    object_set: Literal["train", "test"] = "train"
+    object_set: Literal["train", "test", "cube"] = "train"  # cube: pybullet_data's cube_small.urdf only
     object_size_range: tuple[float, float] = (0.01, 0.03)
     settle_steps: int = 500
 

@@ -3,6 +3,8 @@
 Follows the seed's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
 random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
 largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
+The `cube` object set puts pybullet_data's small cube there instead (a box collision shape, as
+panda-gym's object is): a mesh object costs the solver more per physics step (README "Like for like").
 """
 from __future__ import annotations
 
@@ -22,8 +24,14 @@ GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spa
 OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
 
 
+CUBE_URDF = "cube_small.urdf"  # pybullet_data: a 5 cm box collision shape, random_urdfs' friction and inertia
+
+
 def object_files(object_set: str) -> list[Path]:
-    """The seed's train/test split of random_urdfs: every tenth object is held out for testing."""
+    """The seed's train/test split of random_urdfs: every tenth object is held out for testing; or,
+    for `cube`, pybullet_data's small cube alone."""
+    if object_set == "cube":
+        return [Path(pybullet_data.getDataPath()) / CUBE_URDF]
     root = Path(pybullet_data.getDataPath()) / "random_urdfs"
     files = sorted(root.glob("[0-9][0-9][0-9]/[0-9][0-9][0-9].urdf"))
     held_out = object_set == "test"
