@@ -1,13 +1,13 @@
 """The in-process gym against its closest peer, like for like, and what the env adds to physics.
 
 Every env here runs random actions with state observations, all in this one process, taking turns
-in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's physics client
-has its `stepSimulation` timed (and the IK client its `calculateInverseKinematics`), which gives, from
-the same steps:
+in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's stepping (its
+loop of `stepSimulation` calls: `World.step`, panda-gym's `PyBullet.step`) is timed, and its IK
+client's `calculateInverseKinematics`, which gives, from the same steps:
 
-- env steps/s, and the steps/s its own `stepSimulation` calls alone would allow ("raw stepping of
-  the same world", same motions): their ratio is what the env, the task and the arm leave of it;
-- the env's own work per env step (everything but `stepSimulation`), and of it PyBullet's IK calls;
+- env steps/s, and the steps/s its own stepping alone would allow ("raw stepping of the same world",
+  same motions): their ratio is what the env, the task and the arm leave of it;
+- the env's own work per env step (everything but its stepping), and of it PyBullet's IK calls;
 - physics time per `stepSimulation` call, which tells what the scene costs.
 
 Figures:
@@ -61,10 +61,16 @@ def peer_available() -> bool:
 
 @dataclass
 class Timed:
-    """One env taking its turns: the time its `step` calls and its physics calls took."""
+    """One env taking its turns: the time its `step` calls and its physics took.
+
+    The physics is timed around the env's own stepping call (`World.step(n)`, panda-gym's
+    `PyBullet.step()`: a Python loop of `stepSimulation` calls), once per env step: a clock read around
+    each of the 20 `stepSimulation` calls would itself cost the env step ~30 us, booked as the env's.
+    """
 
     env: gym.Env
-    client: object  # the PyBullet client whose stepSimulation is timed
+    stepper: object  # the object whose `step` steps the physics (World, or panda-gym's PyBullet)
+    substeps: object  # stepper's `step` arguments -> physics steps it makes
     ik_client: object = None  # the one whose calculateInverseKinematics is timed (ours: the IK copy's)
     seed: int = 0
     steps: int = 0
@@ -76,15 +82,17 @@ class Timed:
     def __post_init__(self):
         self.env.reset(seed=self.seed)
         self.env.action_space.seed(self.seed)
-        step = self.client.stepSimulation
+        step = self.stepper.step
 
-        def timed_step():
+        def timed_step(*args, **kwargs):
             start = clock()
-            step()
-            self.physics_time += clock() - start
-            self.physics_calls += 1
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self.physics_time += clock() - start
+                self.physics_calls += self.substeps(*args, **kwargs)
 
-        self.client.stepSimulation = timed_step  # both clients look it up on every call
+        self.stepper.step = timed_step  # both envs look it up on every call
         if self.ik_client is not None:
             ik = self.ik_client.calculateInverseKinematics
 
@@ -118,7 +126,7 @@ class Timed:
 
     @property
     def physics_rate(self) -> float:
-        """Env steps/s if the env did nothing but its stepSimulation calls."""
+        """Env steps/s if the env did nothing but its stepping (its loop of stepSimulation calls)."""
         return self.steps / self.physics_time
 
     @property
@@ -127,7 +135,7 @@ class Timed:
 
     @property
     def own_us(self) -> float:
-        """The env's own work per env step: everything its `step` did but `stepSimulation`."""
+        """The env's own work per env step: everything its `step` did but its stepping."""
         return 1e6 * (self.step_time - self.physics_time) / self.steps
 
     @property
@@ -139,15 +147,15 @@ def binpick(name: str, scene) -> Timed:
     env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
     env.reset(seed=0)
     sim = env.unwrapped.backend.sim
-    return Timed(env, sim.world.client, sim.arm.solver.client)
+    return Timed(env, sim.world, lambda n=1: n, sim.arm.solver.client)
 
 
 def peer() -> Timed:
     import panda_gym  # noqa: F401  (registers the ids)
 
     env = gym.make(PEER_ID)
-    client = env.unwrapped.sim.physics_client
-    return Timed(env, client, client)  # panda-gym solves IK on the live arm
+    sim = env.unwrapped.sim
+    return Timed(env, sim, lambda: sim.n_substeps, sim.physics_client)  # panda-gym solves IK on the live arm
 
 
 # What the default scene has that the one-object scene (like panda-gym's) leaves out, each added back
@@ -203,8 +211,8 @@ def measure() -> list[Figure]:
             Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s", p.rate,
                    f"raw: panda-gym {PEER_VERSION} {PEER_ID}, state, 20 x 2 ms steps, same run"),
             Figure(GROUP, f"panda-gym {PEER_ID}, state", p.rate, "steps/s", p.physics_rate,
-                   "raw: its own stepSimulation calls"),
-            Figure(GROUP, "FrankaDelta-v0 one-object scene, own work per env step (all but stepSimulation)",
+                   "raw: its own stepping, 20 stepSimulation calls"),
+            Figure(GROUP, "FrankaDelta-v0 one-object scene, own work per env step (all but its stepping)",
                    like.own_us, "us", p.own_us, f"raw: panda-gym {PEER_ID}'s"),
             Figure(GROUP, "  of it PyBullet's IK calls", like.ik_us, "us", p.ik_us, f"raw: panda-gym {PEER_ID}'s"),
         ]
@@ -215,9 +223,9 @@ def measure() -> list[Figure]:
         for name in ENVS:
             run = runs[f"{name}, {scene}"]
             figures.append(Figure(GROUP, f"{name} direct, state, {scene}", run.rate, "steps/s", run.physics_rate,
-                                  f"raw: its own {steps[scene]} stepSimulation calls"))
+                                  f"raw: its own stepping, {steps[scene]} stepSimulation calls"))
     default_delta = runs["FrankaDelta-v0, default scene"]
-    figures += [Figure(GROUP, "FrankaDelta-v0 default scene, own work per env step (all but stepSimulation)",
+    figures += [Figure(GROUP, "FrankaDelta-v0 default scene, own work per env step (all but its stepping)",
                        default_delta.own_us, "us"),
                 Figure(GROUP, "  of it PyBullet's IK calls", default_delta.ik_us, "us")]
     figures.append(Figure(GROUP, "one-object world, during FrankaDelta-v0 episodes", like.physics_us,
