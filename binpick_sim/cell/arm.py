@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import ArmConfig
-from .ik import PandaIK
+from .ik import PandaIK, clip
 from .scene import Bin
 from .world import World
 
@@ -26,6 +26,8 @@ TOP_DOWN_ROLL = np.pi  # grasp-target z axis points at the floor
 SHAKE_HEIGHT = 0.03  # metres up and back down when verifying a grasp
 FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has finished moving
 FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
+_NO_TARGETS = np.full(len(JOINT_NAMES), np.nan)  # the other mode's half of a motor command (never written to)
+_NO_TARGETS.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,10 @@ class JointLimits:
     effort: np.ndarray
 
     def clip_position(self, q) -> np.ndarray:
-        return np.clip(q, self.lower, self.upper)
+        return clip(np.asarray(q, dtype=float), self.lower, self.upper)
 
     def clip_velocity(self, v) -> np.ndarray:
-        return np.clip(v, -self.velocity, self.velocity)
+        return clip(np.asarray(v, dtype=float), -self.velocity, self.velocity)
 
 
 def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
@@ -87,6 +89,7 @@ class FrankaArm:
         self.controller: Callable[[], None] | None = None
         # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
         self.torque_commands = np.full(len(self.joints), np.nan)
+        self._torqued = False  # whether any joint is under torque control (torque_commands not all NaN)
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
         self.reset()
         self.tip_offset = self._measure_tip_offset()
@@ -174,9 +177,15 @@ class FrankaArm:
 
         The effort of a torque-controlled joint is the torque sent for the last step (PyBullet reports
         only its motors' torques: under torque control its figure is the last motor's, frozen)."""
-        states = self.world.client.getJointStates(self.body, self.joints)
-        position, velocity, effort = (np.array([s[k] for s in states]) for k in (0, 1, 3))
-        return position, velocity, np.where(np.isnan(self.torque_commands), effort, self.torque_commands)
+        position, velocity, _, effort = zip(*self.world.client.getJointStates(self.body, self.joints))
+        effort = np.array(effort)
+        if self._torqued:
+            effort = np.where(np.isnan(self.torque_commands), effort, self.torque_commands)
+        return np.array(position), np.array(velocity), effort
+
+    def joint_positions(self) -> np.ndarray:
+        """The 9 joint positions alone (`joint_states()[0]`, for less)."""
+        return np.array([s[0] for s in self.world.client.getJointStates(self.body, self.joints)])
 
     def gravity_torques(self, positions) -> np.ndarray:
         """Torques [Nm | N] that hold the 9 joints still at `positions` (inverse dynamics at rest)."""
@@ -237,6 +246,7 @@ class FrankaArm:
         c.setJointMotorControlArray(self.body, self.joints[:count], c.VELOCITY_CONTROL, forces=[0.0] * count)
         self._clamped[:count] = [False] * count  # a velocity command lifts the clamp
         self.torque_commands[:count] = 0.0
+        self._torqued = True
 
     def command_torques(self, torques) -> None:
         """Torques [Nm | N] for the first len(torques) joints during the next step, used as given (clip
@@ -246,18 +256,19 @@ class FrankaArm:
         c.setJointMotorControlArray(self.body, self.joints[:len(torques)], c.TORQUE_CONTROL, forces=torques.tolist())
         self._clamped[:len(torques)] = [False] * len(torques)  # known only while position-controlled
         self.torque_commands[:len(torques)] = torques
+        self._torqued = True
 
     # --- motor targets (no stepping) ----------------------------------------------------------
     def set_position_targets(self, q) -> np.ndarray:
         """Hand 9 position targets to the motors, clipped to the joint limits; returns what was set."""
         q = self.limits.clip_position(np.asarray(q, dtype=float))
-        self.command_motors(q, np.full(len(q), np.nan))
+        self.command_motors(q, _NO_TARGETS)
         return q
 
     def set_velocity_targets(self, v) -> np.ndarray:
         """Hand 9 velocity targets to the motors, clipped to the velocity limits; returns what was set."""
         v = self.limits.clip_velocity(np.asarray(v, dtype=float))
-        self.command_motors(np.full(len(v), np.nan), v)
+        self.command_motors(_NO_TARGETS, v)
         return v
 
     def command_motors(self, positions, velocities) -> None:
@@ -275,10 +286,29 @@ class FrankaArm:
         # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
         position_list = np.asarray(positions, dtype=float).tolist()
         velocity_list = np.asarray(velocities, dtype=float).tolist()
+        if all(self._clamped) and all(map(math.isfinite, position_list)):
+            # The usual case: every joint held at a position target, every clamp already set.
+            c.setJointMotorControlArray(self.body, self.joints, c.POSITION_CONTROL, targetPositions=position_list,
+                                        forces=self._motor_forces)
+        elif not any(map(math.isfinite, position_list)):  # every joint on a velocity target: one call
+            c.setJointMotorControlArray(self.body, self.joints, c.VELOCITY_CONTROL, targetVelocities=velocity_list,
+                                        forces=self._motor_forces)
+            self._clamped[:] = [False] * len(self.joints)  # a velocity command lifts the clamp
+        else:
+            self._command_each(position_list, velocity_list)
+        self.torque_commands[:] = np.nan
+        self._torqued = False
+        self.position_targets = np.array(positions, dtype=float)
+        self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
+
+    def _command_each(self, positions: list[float], velocities: list[float]) -> None:
+        """command_motors for a mix of modes or unknown clamps: setJointMotorControl2 with maxVelocity
+        where a position-controlled joint's clamp is not known set, one array call per mode for the rest."""
+        c = self.world.client
         forces, clamped, joints = self._motor_forces, self._clamped, self.joints
         held, held_targets, held_forces = [], [], []
         moving, moving_targets, moving_forces = [], [], []
-        for i, target in enumerate(position_list):
+        for i, target in enumerate(positions):
             if math.isfinite(target):
                 if clamped[i]:
                     held.append(joints[i])
@@ -290,7 +320,7 @@ class FrankaArm:
                     clamped[i] = True
             else:
                 moving.append(joints[i])
-                moving_targets.append(velocity_list[i])
+                moving_targets.append(velocities[i])
                 moving_forces.append(forces[i])
                 clamped[i] = False  # a velocity command lifts the clamp
         if held:
@@ -299,9 +329,6 @@ class FrankaArm:
         if moving:
             c.setJointMotorControlArray(self.body, moving, c.VELOCITY_CONTROL, targetVelocities=moving_targets,
                                         forces=moving_forces)
-        self.torque_commands[:] = np.nan
-        self.position_targets = np.array(positions, dtype=float)
-        self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 
     @property
     def targets(self) -> np.ndarray | None:
@@ -331,7 +358,7 @@ class FrankaArm:
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target, position)
         target = self.solver.bound(target)
-        self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
+        self.delta_clipped = target is not asked and not (target == asked).all()  # counted by the arm node
         yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
         q = self.ik(target, yaw)
         if delta[4] != 0:
@@ -342,10 +369,11 @@ class FrankaArm:
     def ik(self, position, yaw: float) -> np.ndarray:
         """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
         orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
-        start = self.joint_states()[0]
-        if self.targets is not None:
-            start[7:] = self.targets[7:]
-        q, _ = self.solver.solve(start, position, orientation)
+        start = self.joint_positions()
+        targets = self.position_targets
+        if not np.isnan(targets).any():  # as self.targets, without its copy
+            start[7:] = targets[7:]
+        q, _ = self.solver.solve(start, position, orientation, measure=False)
         return q
 
     def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -365,11 +393,12 @@ class FrankaArm:
         commanded motion is clipped: per axis, the bounds widen to include `start`, so a motion from
         outside the workspace may go back toward it or hold still, never further out (a zero delta
         holds the arm wherever it is, e.g. at home, which lies outside the pick bin)."""
-        lower, upper = self.workspace_bounds()
+        self.workspace_bounds()  # computed once
+        lower, upper = self._workspace_bounds
         if start is not None:
             here = self.workspace.to_local(start)
             lower, upper = np.minimum(lower, here), np.maximum(upper, here)
-        local = np.clip(self.workspace.to_local(point), lower, upper)
+        local = clip(self.workspace.to_local(point), lower, upper)
         return self.workspace.to_world(local)
 
     # --- seed actions that step the world -----------------------------------------------------

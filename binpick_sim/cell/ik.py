@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.core.umath import clip  # np.clip's own ufunc, without its ~1 us of Python dispatch per call
 
 from .world import connect
 
@@ -53,6 +54,7 @@ class PandaIK:
         self.client.setAdditionalSearchPath(pybullet_data.getDataPath())
         self.body = self.client.loadURDF(PANDA_URDF, list(base_position), list(base_orientation), useFixedBase=True)
         self.base = np.asarray(base_position, dtype=float)
+        self._base = self.base.tolist()
         self.lower, self.upper, self.rest = np.asarray(lower), np.asarray(upper), np.asarray(rest)
         self.link, self.joints = link, joints
         # the scene's `arm.ik_rounds`, `arm.ik_iterations`, `arm.ik_posture`
@@ -66,14 +68,20 @@ class PandaIK:
         """`position` pulled in to at most REACH from the arm's base; a ValueError if it is not 3 finite
         numbers. Every Cartesian target goes through here before PyBullet's IK sees it."""
         position = np.asarray(position, dtype=float)
-        if position.shape != (3,) or not np.all(np.isfinite(position)):
+        # Plain floats below (the same IEEE arithmetic as numpy's, without its per-call cost).
+        x, y, z = position.tolist() if position.shape == (3,) else (math.nan,) * 3
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
             raise ValueError(f"an IK target needs 3 finite coordinates, got {position.tolist()}")
-        offset = np.clip(position, -1e6, 1e6) - self.base  # no overflow below, whatever the input
-        distance = math.hypot(*offset)
-        return position if distance <= REACH else self.base + offset * (REACH / distance)
+        bx, by, bz = self._base
+        # clipped first: no overflow below, whatever the input
+        distance = math.hypot(min(max(x, -1e6), 1e6) - bx, min(max(y, -1e6), 1e6) - by, min(max(z, -1e6), 1e6) - bz)
+        if distance <= REACH:
+            return position
+        offset = np.clip(position, -1e6, 1e6) - self.base
+        return self.base + offset * (REACH / distance)
 
     def solve(self, start, position, orientation=None, link: int | None = None,
-              rounds: int | None = None) -> tuple[np.ndarray, float]:
+              rounds: int | None = None, measure: bool = True) -> tuple[np.ndarray, float | None]:
         """Joint positions (9, within the joint limits, fingers as in `start`) that put `link` (default:
         the grasp target) at the position (and orientation, if given), and the distance still left [m].
 
@@ -81,13 +89,15 @@ class PandaIK:
         `posture`, a refinement pass. Each answer is clipped to the joint limits and measured; while
         it is TOLERANCE or more from the target, a refinement pass starts from it again, at most
         `rounds` times (default: the solver's own, ROUNDS unless the scene says). The error returned
-        is that of the answer as returned.
+        is that of the answer as returned. `measure=False`: a caller that has no use for the error gets
+        None instead, and with no refinement the answer is not measured at all (no FK on the copy).
         """
         c = self.client
         link = self.link if link is None else link
         rounds = self.rounds if rounds is None else rounds
         start = np.asarray(start, dtype=float)
         pose = [self.bound(position).tolist()] + ([_unit_quaternion(orientation)] if orientation is not None else [])
+        asked = np.asarray(position, dtype=float).tolist()  # the error is measured to the target as asked
         self._set(start)
         if self.posture:
             rest = start + (POSTURE_PULL / (POSTURE_GAIN * self.iterations)) * (self.rest - start)
@@ -95,11 +105,15 @@ class PandaIK:
                                              maxNumIterations=self.iterations, residualThreshold=1e-6)
         else:
             q = self._refine(link, pose)
-        q, error = self._answer(q, start, position, link)
+        if not (rounds or measure):
+            q = clip(np.array(q[:9]), self.lower, self.upper)
+            q[7:] = start[7:]
+            return q, None
+        q, error = self._answer(q, start, asked, link)
         for _ in range(rounds):
             if error < TOLERANCE:
                 break
-            q, error = self._answer(self._refine(link, pose), start, position, link)
+            q, error = self._answer(self._refine(link, pose), start, asked, link)
         return q, error
 
     def _refine(self, link: int, pose: list) -> tuple:
@@ -109,21 +123,23 @@ class PandaIK:
                                                       maxNumIterations=self.iterations,
                                                       residualThreshold=TOLERANCE)
 
-    def _answer(self, q, start: np.ndarray, position, link: int) -> tuple[np.ndarray, float]:
+    def _answer(self, q, start: np.ndarray, asked: list, link: int) -> tuple[np.ndarray, float]:
         """PyBullet's answer within the joint limits, fingers as in `start`, set on the copy (where the
-        next pass starts), and its distance to `position`."""
-        q = np.clip(np.array(q[:9]), self.lower, self.upper)
+        next pass starts), and its distance to `asked`."""
+        q = clip(np.array(q[:9]), self.lower, self.upper)
         q[7:] = start[7:]
-        return q, self._set(q, position, link)
+        return q, self._set(q, asked, link)
 
     def _set(self, q, position=None, link: int | None = None) -> float:
         # One call for the nine joints (the same state as nine resetJointState calls, ~10x cheaper).
-        self.client.resetJointStatesMultiDof(self.body, self.joints, np.asarray(q, dtype=float).reshape(-1, 1).tolist())
+        self.client.resetJointStatesMultiDof(self.body, self.joints,
+                                             [[v] for v in np.asarray(q, dtype=float).tolist()])
         if position is None:
             return np.inf
         reached = self.client.getLinkState(self.body, self.link if link is None else link,
                                            computeForwardKinematics=True)[4]
-        return float(math.hypot(*np.subtract(reached, position)))  # to the target as asked (no overflow)
+        x, y, z = position
+        return math.hypot(reached[0] - x, reached[1] - y, reached[2] - z)  # to the target as asked (no overflow)
 
     def close(self) -> None:
         self.client.disconnect()
@@ -131,8 +147,9 @@ class PandaIK:
 
 def _unit_quaternion(orientation) -> list[float]:
     q = np.asarray(orientation, dtype=float)
-    norm = math.hypot(*q) if q.shape == (4,) and np.all(np.isfinite(q)) else 0.0
+    values = q.tolist() if q.shape == (4,) else []
+    norm = math.hypot(*values) if len(values) == 4 and all(map(math.isfinite, values)) else 0.0
     if not norm > 1e-9:
         raise ValueError(f"an IK orientation needs a quaternion x y z w of finite numbers, not all zero, "
                          f"got {q.tolist()}")
-    return (q / norm).tolist()
+    return [v / norm for v in values]

@@ -8,7 +8,7 @@ panda-gym's object is): a mesh object costs the solver more per physics step (RE
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -90,6 +90,8 @@ class SceneObject:
     scale: float
     label: str = ""  # a spawned object's own name (the bin's objects are object_k)
     spawn_pose: tuple | None = None  # a spawned object's initial (position, xyzw) of its link frame
+    # its shapes.visual_frames, kept once read (fixed while the body lives)
+    visual_frames: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -187,14 +189,16 @@ class BinScene:
         self.world.client.removeBody(obj.body)
         self.objects.remove(obj)
 
+    def _in_a_bin(self, position) -> bool:
+        return any(b.contains(position) for b in self.bins)
+
     def object_position(self, obj: SceneObject) -> np.ndarray:
         return np.array(self.world.client.getBasePositionAndOrientation(obj.body)[0])
 
     def remove_objects_outside_bins(self, keep: set[str] = frozenset()) -> list[str]:
         """Seed rule: drop any object no bin contains any more (except those named in `keep`, e.g. held
         by the gripper); returns the removed names."""
-        gone = [o for o in self.objects
-                if o.name not in keep and not any(b.contains(self.object_position(o)) for b in self.bins)]
+        gone = [o for o in self.objects if o.name not in keep and not self._in_a_bin(self.object_position(o))]
         for obj in gone:
             self.remove_object(obj.name)
         return [o.name for o in gone]
