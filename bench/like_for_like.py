@@ -71,7 +71,7 @@ class Timed:
     env: gym.Env
     stepper: object  # the object whose `step` steps the physics (World, or panda-gym's PyBullet)
     substeps: object  # stepper's `step` arguments -> physics steps it makes
-    ik_client: object = None  # the one whose calculateInverseKinematics is timed (ours: the IK copy's)
+    ik_clients: tuple = ()  # those whose calculateInverseKinematics is timed (ours: the world's and the IK copy's)
     seed: int = 0
     steps: int = 0
     step_time: float = 0.0
@@ -93,20 +93,21 @@ class Timed:
                 self.physics_calls += self.substeps(*args, **kwargs)
 
         self.stepper.step = timed_step  # both envs look it up on every call
-        if self.ik_client is not None:
-            ik = self.ik_client.calculateInverseKinematics
-
-            def timed_ik(*args, **kwargs):
-                start = clock()
-                try:
-                    return ik(*args, **kwargs)
-                finally:
-                    self.ik_time += clock() - start
-
-            self.ik_client.calculateInverseKinematics = timed_ik
+        for client in self.ik_clients:
+            client.calculateInverseKinematics = self._timed_ik(client.calculateInverseKinematics)
         self.run(1)  # warm up
         self.steps = self.physics_calls = 0
         self.step_time = self.physics_time = self.ik_time = 0.0
+
+    def _timed_ik(self, ik):
+        def timed_ik(*args, **kwargs):
+            start = clock()
+            try:
+                return ik(*args, **kwargs)
+            finally:
+                self.ik_time += clock() - start
+
+        return timed_ik
 
     def run(self, steps: int) -> None:
         for _ in range(steps):
@@ -147,7 +148,7 @@ def binpick(name: str, scene) -> Timed:
     env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
     env.reset(seed=0)
     sim = env.unwrapped.backend.sim
-    return Timed(env, sim.world, lambda n=1: n, sim.arm.solver.client)
+    return Timed(env, sim.world, lambda n=1: n, (sim.world.client, sim.arm.solver.client))
 
 
 def peer() -> Timed:
@@ -155,7 +156,7 @@ def peer() -> Timed:
 
     env = gym.make(PEER_ID)
     sim = env.unwrapped.sim
-    return Timed(env, sim, lambda: sim.n_substeps, sim.physics_client)  # panda-gym solves IK on the live arm
+    return Timed(env, sim, lambda: sim.n_substeps, (sim.physics_client,))  # panda-gym solves IK on the live arm
 
 
 # What the default scene has that the one-object scene (like panda-gym's) leaves out, each added back

@@ -288,3 +288,32 @@ def test_without_posture_one_short_pass_reaches_a_delta_target(config):
         assert ik.solve(arm.joint_states()[0], target, orientation)[1] < 1e-4
     finally:
         sim.close()
+
+
+def test_a_single_pass_on_the_live_arm_answers_as_the_copy_and_leaves_the_arm_alone(config):
+    """Without posture pass or refinement (the like-for-like scene) a delta's IK runs on the live arm,
+    as panda-gym's does: the same joints as the solver's copy set to where the arm is, and the arm,
+    its motors and the world untouched."""
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    arm_config = dataclasses.replace(config.arm, ik_posture=False, ik_rounds=0, ik_iterations=20)
+    sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
+    try:
+        sim.reset(seed=0)
+        arm, c = sim.arm, sim.world.client
+        arm.set_position_targets(READY)
+        sim.world.step(50)  # moving: velocities and finger positions away from their targets
+        before = (arm.joint_states(), sim.world.step_count, arm.position_targets.copy())
+        target = arm.ee_pose()[0] + [0.012, -0.008, -0.01]
+        q = arm.ik(target, 0.4)
+        start = arm.joint_states()[0]
+        start[7:] = arm.position_targets[7:]
+        copy_answer, error = arm.solver.solve(start, target, c.getQuaternionFromEuler([np.pi, 0.0, 0.4]))
+        assert np.array_equal(q, copy_answer) and error < 1e-4
+        after = (arm.joint_states(), sim.world.step_count, arm.position_targets)
+        assert all(np.array_equal(a, b) for a, b in zip(before[0], after[0]))
+        assert before[1] == after[1] and np.array_equal(before[2], after[2])
+    finally:
+        sim.close()

@@ -369,9 +369,15 @@ class FrankaArm:
     def ik(self, position, yaw: float) -> np.ndarray:
         """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
         orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
-        start = self.joint_positions()
         targets = self.position_targets
-        if not np.isnan(targets).any():  # as self.targets, without its copy
+        held = not np.isnan(targets).any()  # as self.targets is not None, without its copy
+        if held and not (self.solver.posture or self.solver.rounds):
+            # One pass, nothing to refine or measure: on this arm, from where it stands (PandaIK.pass_on)
+            q = self.solver.pass_on(self.world.client, self.body, position, orientation)
+            q[7:] = targets[7:]
+            return q
+        start = self.joint_positions()
+        if held:
             start[7:] = targets[7:]
         q, _ = self.solver.solve(start, position, orientation, measure=False)
         return q

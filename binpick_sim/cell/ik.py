@@ -116,6 +116,17 @@ class PandaIK:
             q, error = self._answer(self._refine(link, pose), start, asked, link)
         return q, error
 
+    def pass_on(self, client, body: int, position, orientation) -> np.ndarray:
+        """One refinement pass toward the grasp target's `position` and `orientation` on a live arm (its
+        `client` and `body`), from that arm's own joints, clipped to the joint limits; fingers as
+        PyBullet leaves them (replace them). What `solve(start, ..., measure=False)` answers without a
+        posture pass or refinement, `start` being the arm's joints: the fingers do not move the grasp
+        target, so the arm joints come out the same, without a copy to set first (panda-gym's way)."""
+        pose = [self.bound(position).tolist(), _unit_quaternion(orientation)]
+        q = client.calculateInverseKinematics(body, self.link, *pose, jointDamping=self._damping,
+                                              maxNumIterations=self.iterations, residualThreshold=TOLERANCE)
+        return clip(np.array(q[:9]), self.lower, self.upper)
+
     def _refine(self, link: int, pose: list) -> tuple:
         """One refinement pass from the copy's joints: stops within TOLERANCE (PyBullet's residual is
         the position error before an iteration's step, so the answer is that step closer still)."""

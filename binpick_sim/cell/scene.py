@@ -48,6 +48,10 @@ class Bin:
         self.position = np.array(config.position, dtype=float)
         self.orientation = np.array(c.getQuaternionFromEuler(np.radians(config.orientation_deg)))
         self.rotation = np.array(c.getMatrixFromQuaternion(self.orientation)).reshape(3, 3)
+        # Not turned at all (every bin of the shipped scenes): the bin frame is the world's, shifted, and
+        # a product with the identity adds only zeros, so frame changes skip it and give the same numbers.
+        self.unrotated = bool(np.array_equal(self.rotation, np.eye(3)))
+        self._origin = self.position.tolist()
         boxes = self.boxes()
         kwargs = dict(shapeTypes=[c.GEOM_BOX] * len(boxes), halfExtents=[b[0] for b in boxes])
         collision = c.createCollisionShapeArray(collisionFramePositions=[b[1] for b in boxes], **kwargs)
@@ -64,14 +68,21 @@ class Bin:
         return float(self.to_world([0, 0, self.config.size[2]])[2])
 
     def to_local(self, point) -> np.ndarray:
+        if self.unrotated:  # the same numbers, without a matrix product per call
+            return np.asarray(point, dtype=float) - self.position
         return self.rotation.T @ (np.asarray(point, dtype=float) - self.position)
 
     def to_world(self, point) -> np.ndarray:
+        if self.unrotated:
+            return np.asarray(point, dtype=float) + self.position
         return self.rotation @ np.asarray(point, dtype=float) + self.position
 
     def contains(self, point) -> bool:
         """Seed rule: inside length x width x (2 * height) above the bin's underside."""
-        x, y, z = self.to_local(point)
+        if self.unrotated:  # plain floats: checked for every object at every task update
+            x, y, z = (p - o for p, o in zip(point, self._origin))
+        else:
+            x, y, z = self.to_local(point)
         length, width, height = self.config.size
         return abs(x) <= length / 2 and abs(y) <= width / 2 and 0 <= z <= 2 * height
 
