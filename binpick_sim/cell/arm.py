@@ -299,7 +299,10 @@ class FrankaArm:
         self.torque_commands[:] = np.nan
         self._torqued = False
         self.position_targets = np.array(positions, dtype=float)
-        self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
+        if velocities is _NO_TARGETS:  # set_position_targets: no joint on a velocity target
+            self.velocity_targets = _NO_TARGETS.copy()
+        else:
+            self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 
     def _command_each(self, positions: list[float], velocities: list[float]) -> None:
         """command_motors for a mix of modes or unknown clamps: setJointMotorControl2 with maxVelocity
@@ -358,7 +361,7 @@ class FrankaArm:
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target, position)
         target = self.solver.bound(target)
-        self.delta_clipped = target is not asked and not (target == asked).all()  # counted by the arm node
+        self.delta_clipped = target is not asked and target.tolist() != asked.tolist()  # counted by the arm node
         yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
         q = self.ik(target, yaw)
         if delta[4] != 0:
@@ -386,21 +389,24 @@ class FrankaArm:
         """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
         high enough that the fingertips stay just clear of the floor, no upper limit (computed once:
         the bin is fixed)."""
+        return tuple(bound.copy() for bound in self._bounds())
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """workspace_bounds, computed at the first call, shared (never write to them)."""
         if self._workspace_bounds is None:
             lower, upper = self.workspace.interior()
             m = self.config.workspace_margin
             floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
             self._workspace_bounds = (np.array([lower[0] + m, lower[1] + m, floor]),
                                       np.array([upper[0] - m, upper[1] - m, np.inf]))
-        return tuple(bound.copy() for bound in self._workspace_bounds)
+        return self._workspace_bounds
 
     def clip_to_workspace(self, point, start=None) -> np.ndarray:
         """`point` clipped to the workspace. With `start` (where a motion to `point` begins) only the
         commanded motion is clipped: per axis, the bounds widen to include `start`, so a motion from
         outside the workspace may go back toward it or hold still, never further out (a zero delta
         holds the arm wherever it is, e.g. at home, which lies outside the pick bin)."""
-        self.workspace_bounds()  # computed once
-        lower, upper = self._workspace_bounds
+        lower, upper = self._bounds()
         if start is not None:
             here = self.workspace.to_local(start)
             lower, upper = np.minimum(lower, here), np.maximum(upper, here)

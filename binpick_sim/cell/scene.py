@@ -209,7 +209,8 @@ class BinScene:
     def remove_objects_outside_bins(self, keep: set[str] = frozenset()) -> list[str]:
         """Seed rule: drop any object no bin contains any more (except those named in `keep`, e.g. held
         by the gripper); returns the removed names."""
-        gone = [o for o in self.objects if o.name not in keep and not self._in_a_bin(self.object_position(o))]
+        position = self.world.client.getBasePositionAndOrientation  # plain floats: `contains` needs no array
+        gone = [o for o in self.objects if o.name not in keep and not self._in_a_bin(position(o.body)[0])]
         for obj in gone:
             self.remove_object(obj.name)
         return [o.name for o in gone]

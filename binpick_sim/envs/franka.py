@@ -6,6 +6,7 @@ Each `step` hands the arm one command and advances `task.steps_per_action` physi
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import cv2
@@ -141,7 +142,7 @@ class FrankaEnv(gym.Env):
 
     def step(self, action):
         action = np.asarray(action, dtype=float)
-        if action.shape != self.action_space.shape or not np.isfinite(action).all():
+        if action.shape != self.action_space.shape or not all(map(math.isfinite, action.tolist())):
             raise ValueError(f"action must be {self.action_space.shape} finite numbers, got {action!r}")
         values = self._command_values(action)
         if self.until_reached:
