@@ -198,11 +198,12 @@ def measure() -> list[Figure]:
         for _ in range(STEPS // BLOCK):
             for run in runs.values():
                 run.run(BLOCK)
+        like = runs["FrankaDelta-v0, one-object scene"]
+        at_rest = worlds_at_rest(like, runs.get("peer"))
     finally:
         for run in runs.values():
             run.env.close()
 
-    like = runs["FrankaDelta-v0, one-object scene"]
     steps = {scene: load_config(path).task.steps_per_action for scene, path in scenes.items()}
     mine = f"{steps['one-object scene']} x {load_config(ONE_OBJECT).simulation.timestep * 1000:g} ms steps"
     figures = []
@@ -240,7 +241,38 @@ def measure() -> list[Figure]:
     if "peer" in runs:
         figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world, during its episodes", runs["peer"].physics_us,
                               "us/physics step", like.physics_us, "raw: the one-object world"))
+    figures.append(Figure(GROUP, "one-object world at rest (arm home, object settled)", at_rest[0],
+                          "us/physics step"))
+    if at_rest[1] is not None:
+        figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world at rest (after a reset)", at_rest[1],
+                              "us/physics step", at_rest[0], "raw: the one-object world at rest"))
     return figures
+
+
+REST_STEPS = 500  # physics steps per turn when timing the worlds at rest
+
+
+def worlds_at_rest(like: Timed, peer: Timed | None) -> tuple[float, float | None]:
+    """us per `stepSimulation` of the like-for-like world and panda-gym's with nothing commanded after a
+    reset (the scene's own cost, whatever the random actions make the arms touch), in alternating turns;
+    medians of 5. The envs' steppers are timed wrappers by now: their clients are stepped directly."""
+    clients = [like.env.unwrapped.backend.sim.world.client]
+    if peer is not None:
+        clients.append(peer.env.unwrapped.sim.physics_client)
+    for run in (like, peer):
+        if run is not None:
+            kept = run.physics_time, run.physics_calls, run.ik_time
+            run.env.reset(seed=0)  # (its settling is no part of the episodes' figures)
+            run.physics_time, run.physics_calls, run.ik_time = kept
+    times: list[list[float]] = [[] for _ in clients]
+    for _ in range(5):
+        for client, spent in zip(clients, times):
+            start = clock()
+            for _ in range(REST_STEPS):
+                client.stepSimulation()
+            spent.append(1e6 * (clock() - start) / REST_STEPS)
+    medians = [sorted(spent)[len(spent) // 2] for spent in times]
+    return medians[0], (medians[1] if peer is not None else None)
 
 
 if __name__ == "__main__":

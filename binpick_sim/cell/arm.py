@@ -90,6 +90,7 @@ class FrankaArm:
         # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
         self.torque_commands = np.full(len(self.joints), np.nan)
         self._torqued = False  # whether any joint is under torque control (torque_commands not all NaN)
+        self._held = False  # whether every joint has a position target (command_motors)
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
         self.reset()
         self.tip_offset = self._measure_tip_offset()
@@ -286,6 +287,8 @@ class FrankaArm:
         # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
         position_list = np.asarray(positions, dtype=float).tolist()
         velocity_list = np.asarray(velocities, dtype=float).tolist()
+        # every joint on a position target (`targets` is not None): NaN is the only non-finite one can have
+        self._held = not any(map(math.isnan, position_list))
         if all(self._clamped) and all(map(math.isfinite, position_list)):
             # The usual case: every joint held at a position target, every clamp already set.
             c.setJointMotorControlArray(self.body, self.joints, c.POSITION_CONTROL, targetPositions=position_list,
@@ -336,7 +339,7 @@ class FrankaArm:
     @property
     def targets(self) -> np.ndarray | None:
         """The 9 position targets, or None while any joint runs on a velocity target."""
-        return None if np.isnan(self.position_targets).any() else self.position_targets.copy()
+        return self.position_targets.copy() if self._held else None
 
     def set_gripper(self, open_: bool) -> None:
         """Open to the configured width or close fully, leaving the seven arm joints' targets alone
@@ -351,18 +354,19 @@ class FrankaArm:
 
         The new grasp-target position is the current one plus the delta, clipped to the workspace when
         configured (only the commanded motion: a zero delta holds the arm even outside the workspace);
-        the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
-        arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
+        the gripper stays top-down with its yaw turned by dyaw; IK keeps the arm near its home posture
+        (with `arm.ik_posture`). gripper > 0 opens, < 0 closes, 0 keeps the current state.
         """
         delta = np.asarray(delta, dtype=float)
-        position, orientation = self.ee_pose()
+        state = self.world.client.getLinkState(self.body, self.grasp_link, computeForwardKinematics=True)
+        position = np.array(state[4])  # ee_pose()'s, with the quaternion kept as PyBullet's tuple
         asked = position + delta[:3]
         target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target, position)
         target = self.solver.bound(target)
         self.delta_clipped = target is not asked and target.tolist() != asked.tolist()  # counted by the arm node
-        yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
+        yaw = float(self.world.client.getEulerFromQuaternion(state[5])[2]) + delta[3]  # as ee_yaw()
         q = self.ik(target, yaw)
         if delta[4] != 0:
             self.gripper_open = bool(delta[4] > 0)
@@ -373,7 +377,7 @@ class FrankaArm:
         """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
         orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
         targets = self.position_targets
-        held = not np.isnan(targets).any()  # as self.targets is not None, without its copy
+        held = self._held  # as self.targets is not None, without its copy
         if held and not (self.solver.posture or self.solver.rounds):
             # One pass, nothing to refine or measure: on this arm, from where it stands (PandaIK.pass_on)
             q = self.solver.pass_on(self.world.client, self.body, position, orientation)
