@@ -3,6 +3,8 @@
 PyBullet's solver starts from the body's current joints and stops after one descent, which can leave
 centimetres of error for large turns. Solving on a copy lets us restart it from its own answer until
 it converges, without ever touching the live arm (so IK never disturbs the world it is asked about).
+A single pass with nothing to refine or measure (`PandaIK.pass_on`) may run on the live arm itself:
+PyBullet's IK only reads a body's joints, and the arm already stands where the copy would be set.
 
 A solve is up to two kinds of PyBullet pass:
 
