@@ -1,22 +1,25 @@
 """The in-process gym against its closest peer, like for like, and what the env adds to physics.
 
 Every env here runs random actions with state observations, all in this one process, taking turns
-in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's physics client
-has its `stepSimulation` timed, which gives, from the same steps:
+in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's stepping (its
+loop of `stepSimulation` calls: `World.step`, panda-gym's `PyBullet.step`) is timed, and its IK
+client's `calculateInverseKinematics`, which gives, from the same steps:
 
-- env steps/s, and the steps/s its own `stepSimulation` calls alone would allow ("raw stepping of
-  the same world", same motions): their ratio is what the env, the task and the arm leave of it;
+- env steps/s, and the steps/s its own stepping alone would allow ("raw stepping of the same world",
+  same motions): their ratio is what the env, the task and the arm leave of it;
+- the env's own work per env step (everything but its stepping), and of it PyBullet's IK calls;
 - physics time per `stepSimulation` call, which tells what the scene costs.
 
 Figures:
-- FrankaDelta-v0 on `config/scene_one_object.yaml` (one object, panda-gym's 0.04 s step of 20 x 2 ms)
+- FrankaDelta-v0 on `config/scene_one_object.yaml` (one box, panda-gym's 0.04 s step of 20 x 2 ms)
   beside panda-gym's PandaPickAndPlace-v3 (the raw column holds panda-gym's figure; absent when it is
-  not installed: `make bench` installs requirements-bench.txt);
-- the three envs on the default scene and on the one-object scene, against their own physics;
-- what the default scene's arm costs on top: the one-object scene with one of its features added back
-  at a time (finger gear constraint, finger force sensors, arm self-collision, the iterated IK), and
-  what its object costs (taken out), in env steps/s and us per physics step; and panda-gym's world in
-  us per physics step during its episodes.
+  not installed: `make bench` installs requirements-bench.txt), and the two envs' own work per step;
+- the three envs on the default scene and on the one-object scene, against their own physics (the
+  env overhead: 1 - ratio);
+- what the default scene costs on top: the one-object scene with one of its features added back at a
+  time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
+  object instead of the box), and what the object costs (taken out), in env steps/s and us per physics
+  step; and panda-gym's world in us per physics step during its episodes.
 Only `step` calls are timed; an episode that ends is reset outside the clock.
 """
 from __future__ import annotations
@@ -58,31 +61,53 @@ def peer_available() -> bool:
 
 @dataclass
 class Timed:
-    """One env taking its turns: the time its `step` calls and its physics calls took."""
+    """One env taking its turns: the time its `step` calls and its physics took.
+
+    The physics is timed around the env's own stepping call (`World.step(n)`, panda-gym's
+    `PyBullet.step()`: a Python loop of `stepSimulation` calls), once per env step: a clock read around
+    each of the 20 `stepSimulation` calls would itself cost the env step ~30 us, booked as the env's.
+    """
 
     env: gym.Env
-    client: object  # the PyBullet client whose stepSimulation is timed
+    stepper: object  # the object whose `step` steps the physics (World, or panda-gym's PyBullet)
+    substeps: object  # stepper's `step` arguments -> physics steps it makes
+    ik_clients: tuple = ()  # those whose calculateInverseKinematics is timed (ours: the world's and the IK copy's)
     seed: int = 0
     steps: int = 0
     step_time: float = 0.0
     physics_time: float = 0.0
     physics_calls: int = 0
+    ik_time: float = 0.0
 
     def __post_init__(self):
         self.env.reset(seed=self.seed)
         self.env.action_space.seed(self.seed)
-        step = self.client.stepSimulation
+        step = self.stepper.step
 
-        def timed_step():
+        def timed_step(*args, **kwargs):
             start = clock()
-            step()
-            self.physics_time += clock() - start
-            self.physics_calls += 1
+            try:
+                return step(*args, **kwargs)
+            finally:
+                self.physics_time += clock() - start
+                self.physics_calls += self.substeps(*args, **kwargs)
 
-        self.client.stepSimulation = timed_step  # both clients look it up on every call
+        self.stepper.step = timed_step  # both envs look it up on every call
+        for client in self.ik_clients:
+            client.calculateInverseKinematics = self._timed_ik(client.calculateInverseKinematics)
         self.run(1)  # warm up
         self.steps = self.physics_calls = 0
-        self.step_time = self.physics_time = 0.0
+        self.step_time = self.physics_time = self.ik_time = 0.0
+
+    def _timed_ik(self, ik):
+        def timed_ik(*args, **kwargs):
+            start = clock()
+            try:
+                return ik(*args, **kwargs)
+            finally:
+                self.ik_time += clock() - start
+
+        return timed_ik
 
     def run(self, steps: int) -> None:
         for _ in range(steps):
@@ -92,9 +117,9 @@ class Timed:
             self.step_time += clock() - start
             self.steps += 1
             if terminated or truncated:
-                physics = self.physics_time, self.physics_calls
+                physics = self.physics_time, self.physics_calls, self.ik_time
                 self.env.reset()
-                self.physics_time, self.physics_calls = physics  # resets' settling is not stepping
+                self.physics_time, self.physics_calls, self.ik_time = physics  # resets' settling is not stepping
 
     @property
     def rate(self) -> float:
@@ -102,38 +127,51 @@ class Timed:
 
     @property
     def physics_rate(self) -> float:
-        """Env steps/s if the env did nothing but its stepSimulation calls."""
+        """Env steps/s if the env did nothing but its stepping (its loop of stepSimulation calls)."""
         return self.steps / self.physics_time
 
     @property
     def physics_us(self) -> float:
         return 1e6 * self.physics_time / self.physics_calls
 
+    @property
+    def own_us(self) -> float:
+        """The env's own work per env step: everything its `step` did but its stepping."""
+        return 1e6 * (self.step_time - self.physics_time) / self.steps
+
+    @property
+    def ik_us(self) -> float:
+        return 1e6 * self.ik_time / self.steps
+
 
 def binpick(name: str, scene) -> Timed:
     env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
     env.reset(seed=0)
-    return Timed(env, env.unwrapped.backend.sim.world.client)
+    sim = env.unwrapped.backend.sim
+    return Timed(env, sim.world, lambda n=1: n, (sim.world.client, sim.arm.solver.client))
 
 
 def peer() -> Timed:
     import panda_gym  # noqa: F401  (registers the ids)
 
     env = gym.make(PEER_ID)
-    return Timed(env, env.unwrapped.sim.physics_client)
+    sim = env.unwrapped.sim
+    return Timed(env, sim, lambda: sim.n_substeps, (sim.physics_client,))  # panda-gym solves IK on the live arm
 
 
-# What the default scene's arm has that the one-object scene (like panda-gym's) leaves out, each
-# added back on its own, then all four (the one-object scene with scene.yaml's arm); and the scene's
-# object taken out (a 1-3 cm mesh of ~180 vertices, where panda-gym has a box).
+# What the default scene has that the one-object scene (like panda-gym's) leaves out, each added back
+# on its own, then the arm's four together (the one-object scene with scene.yaml's arm); the default
+# scene's kind of object (a 1-3 cm random_urdfs mesh of ~180 vertices) in place of the box; and the
+# object taken out.
 ARM = {"arm.finger_gear": True, "arm.finger_force_sensors": True, "arm.self_collision": True}
-IK = {"arm.ik_iterations": 100, "arm.ik_rounds": 6}
+IK = {"arm.ik_posture": True, "arm.ik_iterations": 10, "arm.ik_rounds": 6}
 VARIANTS = {
     "+ finger gear constraint": {"arm.finger_gear": True},
     "+ finger force sensors": {"arm.finger_force_sensors": True},
     "+ arm self-collision": {"arm.self_collision": True},
-    "+ scene.yaml's IK (up to 7 passes of 100 iterations)": IK,
+    "+ scene.yaml's IK (posture pass, then refined to 0.1 mm)": IK,
     "+ all four (scene.yaml's arm)": {**ARM, **IK},
+    "+ a random_urdfs mesh object instead of the box": {"scene.object_set": "train"},
     "- its object (no object at all)": {"scene.pick_bin.min_objects": 0, "scene.pick_bin.max_objects": 0},
 }
 
@@ -160,11 +198,12 @@ def measure() -> list[Figure]:
         for _ in range(STEPS // BLOCK):
             for run in runs.values():
                 run.run(BLOCK)
+        like = runs["FrankaDelta-v0, one-object scene"]
+        at_rest = worlds_at_rest(like, runs.get("peer"))
     finally:
         for run in runs.values():
             run.env.close()
 
-    like = runs["FrankaDelta-v0, one-object scene"]
     steps = {scene: load_config(path).task.steps_per_action for scene, path in scenes.items()}
     mine = f"{steps['one-object scene']} x {load_config(ONE_OBJECT).simulation.timestep * 1000:g} ms steps"
     figures = []
@@ -174,7 +213,10 @@ def measure() -> list[Figure]:
             Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s", p.rate,
                    f"raw: panda-gym {PEER_VERSION} {PEER_ID}, state, 20 x 2 ms steps, same run"),
             Figure(GROUP, f"panda-gym {PEER_ID}, state", p.rate, "steps/s", p.physics_rate,
-                   "raw: its own stepSimulation calls"),
+                   "raw: its own stepping, 20 stepSimulation calls"),
+            Figure(GROUP, "FrankaDelta-v0 one-object scene, own work per env step (all but its stepping)",
+                   like.own_us, "us", p.own_us, f"raw: panda-gym {PEER_ID}'s"),
+            Figure(GROUP, "  of it PyBullet's IK calls", like.ik_us, "us", p.ik_us, f"raw: panda-gym {PEER_ID}'s"),
         ]
     else:
         figures.append(Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s",
@@ -183,7 +225,11 @@ def measure() -> list[Figure]:
         for name in ENVS:
             run = runs[f"{name}, {scene}"]
             figures.append(Figure(GROUP, f"{name} direct, state, {scene}", run.rate, "steps/s", run.physics_rate,
-                                  f"raw: its own {steps[scene]} stepSimulation calls"))
+                                  f"raw: its own stepping, {steps[scene]} stepSimulation calls"))
+    default_delta = runs["FrankaDelta-v0, default scene"]
+    figures += [Figure(GROUP, "FrankaDelta-v0 default scene, own work per env step (all but its stepping)",
+                       default_delta.own_us, "us"),
+                Figure(GROUP, "  of it PyBullet's IK calls", default_delta.ik_us, "us")]
     figures.append(Figure(GROUP, "one-object world, during FrankaDelta-v0 episodes", like.physics_us,
                           "us/physics step"))
     for variant in VARIANTS:
@@ -195,7 +241,38 @@ def measure() -> list[Figure]:
     if "peer" in runs:
         figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world, during its episodes", runs["peer"].physics_us,
                               "us/physics step", like.physics_us, "raw: the one-object world"))
+    figures.append(Figure(GROUP, "one-object world at rest (arm home, object settled)", at_rest[0],
+                          "us/physics step"))
+    if at_rest[1] is not None:
+        figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world at rest (after a reset)", at_rest[1],
+                              "us/physics step", at_rest[0], "raw: the one-object world at rest"))
     return figures
+
+
+REST_STEPS = 500  # physics steps per turn when timing the worlds at rest
+
+
+def worlds_at_rest(like: Timed, peer: Timed | None) -> tuple[float, float | None]:
+    """us per `stepSimulation` of the like-for-like world and panda-gym's with nothing commanded after a
+    reset (the scene's own cost, whatever the random actions make the arms touch), in alternating turns;
+    medians of 5. The envs' steppers are timed wrappers by now: their clients are stepped directly."""
+    clients = [like.env.unwrapped.backend.sim.world.client]
+    if peer is not None:
+        clients.append(peer.env.unwrapped.sim.physics_client)
+    for run in (like, peer):
+        if run is not None:
+            kept = run.physics_time, run.physics_calls, run.ik_time
+            run.env.reset(seed=0)  # (its settling is no part of the episodes' figures)
+            run.physics_time, run.physics_calls, run.ik_time = kept
+    times: list[list[float]] = [[] for _ in clients]
+    for _ in range(5):
+        for client, spent in zip(clients, times):
+            start = clock()
+            for _ in range(REST_STEPS):
+                client.stepSimulation()
+            spent.append(1e6 * (clock() - start) / REST_STEPS)
+    medians = [sorted(spent)[len(spent) // 2] for spent in times]
+    return medians[0], (medians[1] if peer is not None else None)
 
 
 if __name__ == "__main__":

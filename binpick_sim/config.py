@@ -115,7 +115,7 @@ class BinConfig:
 class SceneConfig:
     pick_bin: BinConfig
     drop_bin: BinConfig
-    object_set: Literal["train", "test"] = "train"
+    object_set: Literal["train", "test", "cube"] = "train"  # cube: pybullet_data's cube_small.urdf only
     object_size_range: tuple[float, float] = (0.01, 0.03)
     settle_steps: int = 500
 
@@ -147,8 +147,9 @@ class ArmConfig:
     finger_force: float = 40.0
     self_collision: bool = True  # collisions between the arm's own links (PyBullet's URDF_USE_SELF_COLLISION)
     finger_gear: bool = True  # a gear constraint couples the fingers, as on the real hand
-    ik_iterations: int = 100  # PyBullet descent iterations per IK pass
+    ik_iterations: int = 10  # PyBullet descent iterations per IK pass, at most
     ik_rounds: int = 6  # IK refinement passes after the first (until 0.1 mm), at most
+    ik_posture: bool = True  # the first IK pass pulls toward the home posture (PyBullet's null space)
 
     def __post_init__(self):
         _check(ARM_NAME.fullmatch(self.name) is not None, "name",

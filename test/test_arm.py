@@ -45,6 +45,29 @@ def test_velocity_action_is_clipped_and_steps_once(sim):
     assert arm.joint_states()[1][0] == pytest.approx(1.0, abs=0.05)
 
 
+@pytest.mark.parametrize("before", ["position", "velocity", "torque"])
+def test_a_far_position_target_moves_no_joint_faster_than_its_limit(sim, before):
+    """Position targets keep every joint within its velocity limit whatever commanded the motors before
+    (a velocity or torque command lifts PyBullet's per-motor clamp, which the next position command
+    must set again; without it the shoulder swung at ten times its limit)."""
+    arm = sim.arm
+    if before == "velocity":
+        arm.set_velocity_targets(np.zeros(9))
+    elif before == "torque":
+        arm.release_motors()
+        arm.command_torques(arm.gravity_torques(arm.joint_states()[0]))
+    sim.world.step(5)
+    far = arm.home.copy()
+    far[0] += 2.0
+    far[5] -= 1.0
+    arm.set_position_targets(far)
+    fastest = 0.0
+    for _ in range(120):
+        sim.world.step()
+        fastest = max(fastest, np.max(np.abs(arm.joint_states()[1][:7]) / arm.limits.velocity[:7]))
+    assert 0.9 < fastest < 1.05
+
+
 @pytest.mark.parametrize("delta", [[0.05, 0, 0], [0, 0.04, 0], [0, 0, 0.06], [-0.03, -0.03, 0.02]])
 def test_delta_action_moves_the_gripper_by_the_commanded_amount(sim, delta):
     """Tolerance: 3 mm, and the gripper stays top-down."""
@@ -203,5 +226,94 @@ def test_the_default_ik_refines_until_a_tenth_of_a_millimetre(sim):
     target = sim.scene.pick_bin.to_world([0.03, -0.02, 0.1])
     q, error = sim.arm.solver.solve(sim.arm.joint_states()[0], target,
                                     sim.world.client.getQuaternionFromEuler([np.pi, 0, 1.2]))
-    assert (sim.arm.solver.rounds, sim.arm.solver.iterations) == (6, 100)
+    assert (sim.arm.solver.rounds, sim.arm.solver.iterations, sim.arm.solver.posture) == (6, 10, True)
     assert error < 1e-4
+
+
+def loop_through_the_bin(sim, posture: bool):
+    """IK answers, each from the previous one, for a loop through the pick bin in delta-sized steps
+    (16 mm) from the home pose's grasp target and back to it: the last answer and the largest error."""
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    config = sim.config
+    other = BinPickingSim(dataclasses.replace(config, arm=dataclasses.replace(config.arm, ik_posture=posture)))
+    try:
+        arm = other.arm
+        start, q = arm.ee_pose()[0], arm.home.copy()
+        corners = [other.scene.pick_bin.to_world([x, y, 0.1]) for x, y in
+                   [(0.05, 0.05), (-0.05, 0.05), (-0.05, -0.05), (0.05, -0.05)]]
+        down = other.world.client.getQuaternionFromEuler([np.pi, 0, 0])
+        worst = 0.0
+        for a, b in zip([start, *corners], [*corners, start]):
+            steps = int(np.ceil(np.linalg.norm(b - a) / 0.016))
+            for k in range(1, steps + 1):
+                q, error = arm.solver.solve(q, a + (b - a) * k / steps, down)
+                worst = max(worst, error)
+        return q, worst, arm.home
+    finally:
+        other.close()
+
+
+def test_the_posture_pass_brings_the_arm_back_nearer_home(sim):
+    """`arm.ik_posture` (the default scene's): every answer within 0.1 mm either way, and after a loop
+    through the bin the arm is back nearer its home posture with the posture pass than without."""
+    with_posture, worst, home = loop_through_the_bin(sim, True)
+    without, worst_without, _ = loop_through_the_bin(sim, False)
+    assert worst < 1e-4 and worst_without < 1e-4
+    assert np.linalg.norm(with_posture[:7] - home[:7]) < 0.7 * np.linalg.norm(without[:7] - home[:7])
+
+
+def test_without_posture_one_short_pass_reaches_a_delta_target(config):
+    """The like-for-like scene's IK (`ik_posture: false`, `ik_rounds: 0`, 20 iterations, as panda-gym
+    makes one PyBullet call): one call, stopped within 0.1 mm after a few iterations."""
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    arm_config = dataclasses.replace(config.arm, ik_posture=False, ik_rounds=0, ik_iterations=20)
+    sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
+    try:
+        arm, ik = sim.arm, sim.arm.solver
+        calls = []
+        solve = ik.client.calculateInverseKinematics
+        ik.client.calculateInverseKinematics = lambda *a, **k: calls.append(k) or solve(*a, **k)
+        position, orientation = arm.ee_pose()
+        target = position + [0.016, -0.016, -0.016]  # the largest delta action
+        q, error = ik.solve(arm.joint_states()[0], target, orientation)
+        assert len(calls) == 1 and "restPoses" not in calls[0] and calls[0]["maxNumIterations"] == 20
+        assert error < 1e-4
+        ik.iterations = 4  # a few iterations do it (PyBullet's default damping needs about 60)
+        assert ik.solve(arm.joint_states()[0], target, orientation)[1] < 1e-4
+    finally:
+        sim.close()
+
+
+def test_a_single_pass_on_the_live_arm_answers_as_the_copy_and_leaves_the_arm_alone(config):
+    """Without posture pass or refinement (the like-for-like scene) a delta's IK runs on the live arm,
+    as panda-gym's does: the same joints as the solver's copy set to where the arm is, and the arm,
+    its motors and the world untouched."""
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    arm_config = dataclasses.replace(config.arm, ik_posture=False, ik_rounds=0, ik_iterations=20)
+    sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
+    try:
+        sim.reset(seed=0)
+        arm, c = sim.arm, sim.world.client
+        arm.set_position_targets(READY)
+        sim.world.step(50)  # moving: velocities and finger positions away from their targets
+        before = (arm.joint_states(), sim.world.step_count, arm.position_targets.copy())
+        target = arm.ee_pose()[0] + [0.012, -0.008, -0.01]
+        q = arm.ik(target, 0.4)
+        start = arm.joint_states()[0]
+        start[7:] = arm.position_targets[7:]
+        copy_answer, error = arm.solver.solve(start, target, c.getQuaternionFromEuler([np.pi, 0.0, 0.4]))
+        assert np.array_equal(q, copy_answer) and error < 1e-4
+        after = (arm.joint_states(), sim.world.step_count, arm.position_targets)
+        assert all(np.array_equal(a, b) for a, b in zip(before[0], after[0]))
+        assert before[1] == after[1] and np.array_equal(before[2], after[2])
+    finally:
+        sim.close()

@@ -47,6 +47,22 @@ def test_shaking_the_pick_bin_spreads_its_objects_and_returns_the_bin(sim):
     assert np.allclose(c.getBasePositionAndOrientation(pick.body)[0], pose[0], atol=1e-9)  # and stays
 
 
+def test_a_shake_that_ends_within_a_multi_step_call_leaves_the_other_hooks_running(sim):
+    """The shake's hook leaves the world when the bin is fixed again, in the middle of `world.step(n)`:
+    every other hook still runs on every one of the n steps, and the bin stays at its pose after."""
+    c, drop = sim.world.client, sim.scene.drop_bin
+    pose = c.getBasePositionAndOrientation(drop.body)
+    sim.shake_bin("drop_bin", 0.01, 2.0, 0.1, wait=False)
+    before, after = [], []  # hooked in after the shake's own hook
+    sim.world.add_step_hooks(before=lambda: before.append(sim.world.step_count),
+                             after=lambda: after.append(sim.world.step_count))
+    start = sim.world.step_count
+    sim.world.step(200)  # 0.1 s of motion and 0.25 s of return are 84 steps at 240 Hz
+    assert not sim.shakers["drop_bin"].shaking
+    assert before == list(range(start, start + 200)) and after == list(range(start + 1, start + 201))
+    assert np.allclose(c.getBasePositionAndOrientation(drop.body)[0], pose[0], atol=1e-9)
+
+
 def test_a_shaken_bin_keeps_its_collision(sim):
     """Objects stay inside (none falls through the floor or a wall) and the arm still hits the bin."""
     from binpick_sim.picking.task import PickTask

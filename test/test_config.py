@@ -33,16 +33,17 @@ def test_default_scene_loads():
 
 
 def test_the_one_object_scene_has_panda_gyms_step_and_arm():
-    """config/scene_one_object.yaml: PandaPickAndPlace-v3's 0.04 s step in 2 ms physics steps, one object,
+    """config/scene_one_object.yaml: PandaPickAndPlace-v3's 0.04 s step in 2 ms physics steps, one box,
     the Panda as panda-gym models it; the rest as the default scene."""
     default = load_config(default_config())
     config = load_config(share_dir() / "config" / "scene_one_object.yaml")
     assert config.simulation.timestep == 0.002 and config.task.steps_per_action == 20
     assert config.simulation.timestep * config.task.steps_per_action == pytest.approx(0.04)
     assert config.scene.pick_bin.min_objects == config.scene.pick_bin.max_objects == 1
+    assert (config.scene.object_set, default.scene.object_set) == ("cube", "train")  # a box, as panda-gym's
     assert not (config.arm.self_collision or config.arm.finger_gear or config.arm.finger_force_sensors)
-    assert (config.arm.ik_iterations, config.arm.ik_rounds) == (20, 0)
-    assert (default.arm.ik_iterations, default.arm.ik_rounds) == (100, 6)
+    assert (config.arm.ik_posture, config.arm.ik_iterations, config.arm.ik_rounds) == (False, 20, 0)
+    assert (default.arm.ik_posture, default.arm.ik_iterations, default.arm.ik_rounds) == (True, 10, 6)
     assert default.arm.self_collision and default.arm.finger_gear and default.arm.finger_force_sensors
     assert config.scene.pick_bin.position == default.scene.pick_bin.position and config.camera == default.camera
 
@@ -63,6 +64,8 @@ def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
     ("scene.pick_bin.min_objects", 2.5, "scene.pick_bin.min_objects: expected an integer"),
     ("scene.pick_bin.max_objects", 0, "scene.pick_bin.max_objects: must be >= min_objects"),
     ("scene.object_set", "validation", "scene.object_set: expected one of"),
+    ("scene.object_set", "cubes", "scene.object_set: expected one of ['train', 'test', 'cube']"),
+    ("scene.object_set", ["cube"], "scene.object_set: expected one of"),
     ("simulation.timestep", -1, "simulation.timestep: must be > 0"),
     ("simulation.gui", "yes", "simulation.gui: expected true or false"),
     ("arm.home", [0.0] * 7, "arm.home: needs 9 values"),
@@ -75,6 +78,8 @@ def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
     ("arm.ik_rounds", -1, "arm.ik_rounds: must be in [0, 100]"),
     ("arm.self_collision", "no", "arm.self_collision: expected true or false"),
     ("arm.finger_gear", 1, "arm.finger_gear: expected true or false"),
+    ("arm.ik_posture", "yes", "arm.ik_posture: expected true or false"),
+    ("arm.ik_posture", 0, "arm.ik_posture: expected true or false"),
 ])
 def test_mistyped_values_name_the_key(tmp_path, scene_data, key, value, expected):
     data = copy.deepcopy(scene_data)

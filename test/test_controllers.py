@@ -202,7 +202,8 @@ def test_the_arm_node_serves_the_selected_controller_and_refuses_garbage(ros_con
         client.spin_until(lambda: np.abs(client.joint_positions() - stack.sim.arm.home).max() < 0.01, 30, "home")
         assert stack.loop.run(lambda: stack.sim.arm.controller) is None
         at_rest(client)
-        home = client.ee_pose()[0]
+        # from the world itself: the newest arm/ee_pose may predate the last joint_states (wall-rate capped)
+        home = stack.loop.run(lambda: stack.sim.arm.ee_pose()[0])
         actions.publish(Float64MultiArray(data=[0, 1.0, 0, 0, 0, 0]))  # ... and the controller again
         client.spin_until(lambda: np.linalg.norm(client.ee_pose()[0] - (home + [0, 0.05, 0])) < 0.003, 30,
                           "the OSC goal from home")

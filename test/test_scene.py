@@ -94,6 +94,57 @@ def test_train_and_test_sets_are_disjoint():
     assert not set(train) & set(test)
 
 
+@pytest.mark.parametrize("yaw", [0.0, 30.0])
+def test_a_bin_turned_or_not_knows_what_it_contains(config, yaw):
+    """Bin frames (the workspace, the seed's inside-a-bin rule) for a bin as shipped and one turned about
+    z: points a bin's length apart in its own frame, round trips to the world, and its objects inside."""
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    pick = dataclasses.replace(config.scene.pick_bin, orientation_deg=(0.0, 0.0, yaw))
+    sim = BinPickingSim(dataclasses.replace(config, scene=dataclasses.replace(config.scene, pick_bin=pick)))
+    try:
+        sim.reset(seed=0)
+        bin_ = sim.scene.pick_bin
+        assert bin_.unrotated == (yaw == 0.0)
+        inside, outside = bin_.to_world([0.07, 0.0, 0.01]), bin_.to_world([0.09, 0.0, 0.01])
+        assert np.linalg.norm(outside - inside) == pytest.approx(0.02)
+        assert bin_.contains(inside) and not bin_.contains(outside)
+        assert not bin_.contains(bin_.to_world([0.0, 0.0, -0.001])) and bin_.contains(bin_.to_world([0, 0, 0.079]))
+        assert bin_.to_local(inside) == pytest.approx([0.07, 0.0, 0.01])
+        direction = bin_.to_world([1.0, 0.0, 0.0]) - bin_.to_world([0.0, 0.0, 0.0])
+        assert np.degrees(np.arctan2(direction[1], direction[0])) == pytest.approx(yaw)
+        assert sim.scene.object_count and all(bin_.contains(sim.scene.object_position(o)) for o in sim.scene.objects)
+    finally:
+        sim.close()
+
+
+def test_the_cube_set_fills_the_bin_with_boxes_of_the_configured_size(config):
+    """`scene.object_set: cube` (the like-for-like scene's): every object is pybullet_data's small cube,
+    a box collision shape, scaled to the size range, settled in the bin; the world's objects and
+    their meshes (what world/objects and the picker see) describe it as other objects."""
+    import dataclasses
+
+    from binpick_sim.cell.sim import BinPickingSim
+
+    sim = BinPickingSim(dataclasses.replace(config, scene=dataclasses.replace(config.scene, object_set="cube")))
+    try:
+        c = sim.world.client
+        for seed in range(3):
+            sim.reset(seed=seed)
+            assert sim.scene.object_count >= config.scene.pick_bin.min_objects
+            for obj in sim.scene.objects:
+                assert obj.urdf.name == "cube_small.urdf"
+                assert c.getCollisionShapeData(obj.body, -1)[0][2] == c.GEOM_BOX
+                assert 0.01 - 1e-6 <= largest_dimension(sim, obj) <= 0.03 + 1e-6
+                assert sim.scene.pick_bin.contains(sim.scene.object_position(obj))
+            views = sim.object_views()
+            assert len(views) == sim.scene.object_count and all(len(v.vertices) >= 8 for v in views)
+    finally:
+        sim.close()
+
+
 def test_a_client_binds_each_function_to_its_own_physics_server():
     """World clients keep PyBullet's functions bound to their id (cheaper calls); two clients stay apart
     and disconnecting still works."""

@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import ArmConfig
-from .ik import PandaIK
+from .ik import PandaIK, clip
 from .scene import Bin
 from .world import World
 
@@ -26,6 +26,8 @@ TOP_DOWN_ROLL = np.pi  # grasp-target z axis points at the floor
 SHAKE_HEIGHT = 0.03  # metres up and back down when verifying a grasp
 FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has finished moving
 FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
+_NO_TARGETS = np.full(len(JOINT_NAMES), np.nan)  # the other mode's half of a motor command (never written to)
+_NO_TARGETS.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,10 @@ class JointLimits:
     effort: np.ndarray
 
     def clip_position(self, q) -> np.ndarray:
-        return np.clip(q, self.lower, self.upper)
+        return clip(np.asarray(q, dtype=float), self.lower, self.upper)
 
     def clip_velocity(self, v) -> np.ndarray:
-        return np.clip(v, -self.velocity, self.velocity)
+        return clip(np.asarray(v, dtype=float), -self.velocity, self.velocity)
 
 
 def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
@@ -76,14 +78,20 @@ class FrankaArm:
         self.limits = JointLimits(lower=np.array([i[8] for i in infos]), upper=np.array([i[9] for i in infos]),
                                   effort=np.array([i[10] for i in infos]), velocity=np.array([i[11] for i in infos]))
         self.home = self.limits.clip_position(config.home)
+        # What every motor command passes, as plain floats (computed once: the limits are fixed).
+        self._motor_forces = self.limits.effort.tolist()
+        self._motor_forces[7:] = [float(config.finger_force)] * (len(self.joints) - 7)
+        self._max_velocities = self.limits.velocity.tolist()
         self.solver = PandaIK(config.base_position, orientation, self.limits.lower, self.limits.upper,
                               self.home, self.grasp_link, self.joints,
-                              rounds=config.ik_rounds, iterations=config.ik_iterations)
+                              rounds=config.ik_rounds, iterations=config.ik_iterations,
+                              posture=config.ik_posture)
         self.controller: Callable[[], None] | None = None
         # Torques sent to joints whose motors are off (torque control); NaN where a motor drives the joint.
         self.torque_commands = np.full(len(self.joints), np.nan)
+        self._torqued = False  # whether any joint is under torque control (torque_commands not all NaN)
+        self._held = False  # whether every joint has a position target (command_motors)
         self.delta_clipped = False  # whether the last delta target was moved into the workspace / reach
-        world.add_step_hooks(before=self._run_controller)
         self.reset()
         self.tip_offset = self._measure_tip_offset()
         self._workspace_bounds: tuple[np.ndarray, np.ndarray] | None = None
@@ -93,6 +101,8 @@ class FrankaArm:
         self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
         self.body = c.loadURDF("franka_panda/panda.urdf", self.config.base_position, self.base_orientation,
                                useFixedBase=True, flags=self_collision if self.config.self_collision else 0)
+        # Per joint: whether its motor's velocity clamp is known to be the joint's limit (command_motors).
+        self._clamped = [False] * len(JOINT_NAMES)
 
     def _set_up_body(self) -> None:
         c = self.world.client
@@ -139,8 +149,13 @@ class FrankaArm:
 
         Anything that must act at the physics rate (a trajectory being followed, a torque controller)
         installs itself here; installing another one, or clearing it, stops the previous one, the way a
-        new command replaces the running one on a real arm.
+        new command replaces the running one on a real arm. The world runs the arm's step hook only
+        while a controller is installed (motor targets alone need nothing per step).
         """
+        if controller is not None and self.controller is None:
+            self.world.add_step_hooks(before=self._run_controller)
+        elif controller is None and self.controller is not None:
+            self.world.remove_step_hooks(before=self._run_controller)
         self.controller = controller
 
     def _run_controller(self) -> None:
@@ -151,7 +166,7 @@ class FrankaArm:
     def reset(self) -> None:
         """Teleport to the home pose, at rest, with the motors holding it and the gripper open.
         Any running controller is stopped; an arm made NaN is rebuilt first."""
-        self.controller = None
+        self.set_controller(None)
         self._reload_if_poisoned()
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
@@ -163,9 +178,15 @@ class FrankaArm:
 
         The effort of a torque-controlled joint is the torque sent for the last step (PyBullet reports
         only its motors' torques: under torque control its figure is the last motor's, frozen)."""
-        states = self.world.client.getJointStates(self.body, self.joints)
-        position, velocity, effort = (np.array([s[k] for s in states]) for k in (0, 1, 3))
-        return position, velocity, np.where(np.isnan(self.torque_commands), effort, self.torque_commands)
+        position, velocity, _, effort = zip(*self.world.client.getJointStates(self.body, self.joints))
+        effort = np.array(effort)
+        if self._torqued:
+            effort = np.where(np.isnan(self.torque_commands), effort, self.torque_commands)
+        return np.array(position), np.array(velocity), effort
+
+    def joint_positions(self) -> np.ndarray:
+        """The 9 joint positions alone (`joint_states()[0]`, for less)."""
+        return np.array([s[0] for s in self.world.client.getJointStates(self.body, self.joints)])
 
     def gravity_torques(self, positions) -> np.ndarray:
         """Torques [Nm | N] that hold the 9 joints still at `positions` (inverse dynamics at rest)."""
@@ -224,7 +245,9 @@ class FrankaArm:
         """Switch the first `count` joints' motors off (zero-force velocity motors) for torque control."""
         c = self.world.client
         c.setJointMotorControlArray(self.body, self.joints[:count], c.VELOCITY_CONTROL, forces=[0.0] * count)
+        self._clamped[:count] = [False] * count  # a velocity command lifts the clamp
         self.torque_commands[:count] = 0.0
+        self._torqued = True
 
     def command_torques(self, torques) -> None:
         """Torques [Nm | N] for the first len(torques) joints during the next step, used as given (clip
@@ -232,47 +255,91 @@ class FrankaArm:
         torques = np.asarray(torques, dtype=float)
         c = self.world.client
         c.setJointMotorControlArray(self.body, self.joints[:len(torques)], c.TORQUE_CONTROL, forces=torques.tolist())
+        self._clamped[:len(torques)] = [False] * len(torques)  # known only while position-controlled
         self.torque_commands[:len(torques)] = torques
+        self._torqued = True
 
     # --- motor targets (no stepping) ----------------------------------------------------------
     def set_position_targets(self, q) -> np.ndarray:
         """Hand 9 position targets to the motors, clipped to the joint limits; returns what was set."""
         q = self.limits.clip_position(np.asarray(q, dtype=float))
-        self.command_motors(q, np.full(len(q), np.nan))
+        self.command_motors(q, _NO_TARGETS)
         return q
 
     def set_velocity_targets(self, v) -> np.ndarray:
         """Hand 9 velocity targets to the motors, clipped to the velocity limits; returns what was set."""
         v = self.limits.clip_velocity(np.asarray(v, dtype=float))
-        self.command_motors(np.full(len(v), np.nan), v)
+        self.command_motors(_NO_TARGETS, v)
         return v
 
     def command_motors(self, positions, velocities) -> None:
         """Per joint: a position target (where `positions` is a number) or a velocity target (where only
         `velocities` is); values are used as given, so clip them first. This pair is the whole motor
-        state: `targets` and `velocity_targets` report it back."""
+        state: `targets` and `velocity_targets` report it back.
+
+        At most one `setJointMotorControlArray` per mode instead of a call per joint. That call cannot
+        set a motor's velocity clamp (`maxVelocity`), which PyBullet keeps per motor until a velocity
+        command lifts it: a joint whose clamp is not known to be its velocity limit (first position
+        target, or after a velocity or torque command, or a reloaded body) gets its own
+        `setJointMotorControl2` with `maxVelocity` first, so every motor ends in the same state as
+        with nine `setJointMotorControl2` calls."""
         c = self.world.client
-        forces = self.limits.effort.tolist()
-        forces[7:] = [float(self.config.finger_force)] * (len(forces) - 7)
         # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
         position_list = np.asarray(positions, dtype=float).tolist()
         velocity_list = np.asarray(velocities, dtype=float).tolist()
-        max_velocities = self.limits.velocity.tolist()
-        motor, position_mode, velocity_mode = c.setJointMotorControl2, c.POSITION_CONTROL, c.VELOCITY_CONTROL
-        for i, (j, force) in enumerate(zip(self.joints, forces)):
-            if math.isfinite(position_list[i]):
-                motor(self.body, j, position_mode, targetPosition=position_list[i], force=force,
-                      maxVelocity=max_velocities[i])
-            else:
-                motor(self.body, j, velocity_mode, targetVelocity=velocity_list[i], force=force)
+        # every joint on a position target (`targets` is not None): NaN is the only non-finite one can have
+        self._held = not any(map(math.isnan, position_list))
+        if all(self._clamped) and all(map(math.isfinite, position_list)):
+            # The usual case: every joint held at a position target, every clamp already set.
+            c.setJointMotorControlArray(self.body, self.joints, c.POSITION_CONTROL, targetPositions=position_list,
+                                        forces=self._motor_forces)
+        elif not any(map(math.isfinite, position_list)):  # every joint on a velocity target: one call
+            c.setJointMotorControlArray(self.body, self.joints, c.VELOCITY_CONTROL, targetVelocities=velocity_list,
+                                        forces=self._motor_forces)
+            self._clamped[:] = [False] * len(self.joints)  # a velocity command lifts the clamp
+        else:
+            self._command_each(position_list, velocity_list)
         self.torque_commands[:] = np.nan
+        self._torqued = False
         self.position_targets = np.array(positions, dtype=float)
-        self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
+        if velocities is _NO_TARGETS:  # set_position_targets: no joint on a velocity target
+            self.velocity_targets = _NO_TARGETS.copy()
+        else:
+            self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
+
+    def _command_each(self, positions: list[float], velocities: list[float]) -> None:
+        """command_motors for a mix of modes or unknown clamps: setJointMotorControl2 with maxVelocity
+        where a position-controlled joint's clamp is not known set, one array call per mode for the rest."""
+        c = self.world.client
+        forces, clamped, joints = self._motor_forces, self._clamped, self.joints
+        held, held_targets, held_forces = [], [], []
+        moving, moving_targets, moving_forces = [], [], []
+        for i, target in enumerate(positions):
+            if math.isfinite(target):
+                if clamped[i]:
+                    held.append(joints[i])
+                    held_targets.append(target)
+                    held_forces.append(forces[i])
+                else:
+                    c.setJointMotorControl2(self.body, joints[i], c.POSITION_CONTROL, targetPosition=target,
+                                            force=forces[i], maxVelocity=self._max_velocities[i])
+                    clamped[i] = True
+            else:
+                moving.append(joints[i])
+                moving_targets.append(velocities[i])
+                moving_forces.append(forces[i])
+                clamped[i] = False  # a velocity command lifts the clamp
+        if held:
+            c.setJointMotorControlArray(self.body, held, c.POSITION_CONTROL, targetPositions=held_targets,
+                                        forces=held_forces)
+        if moving:
+            c.setJointMotorControlArray(self.body, moving, c.VELOCITY_CONTROL, targetVelocities=moving_targets,
+                                        forces=moving_forces)
 
     @property
     def targets(self) -> np.ndarray | None:
         """The 9 position targets, or None while any joint runs on a velocity target."""
-        return None if np.isnan(self.position_targets).any() else self.position_targets.copy()
+        return self.position_targets.copy() if self._held else None
 
     def set_gripper(self, open_: bool) -> None:
         """Open to the configured width or close fully, leaving the seven arm joints' targets alone
@@ -287,18 +354,19 @@ class FrankaArm:
 
         The new grasp-target position is the current one plus the delta, clipped to the workspace when
         configured (only the commanded motion: a zero delta holds the arm even outside the workspace);
-        the gripper stays top-down with its yaw turned by dyaw; IK uses the null space so the
-        arm stays near its home posture. gripper > 0 opens, < 0 closes, 0 keeps the current state.
+        the gripper stays top-down with its yaw turned by dyaw; IK keeps the arm near its home posture
+        (with `arm.ik_posture`). gripper > 0 opens, < 0 closes, 0 keeps the current state.
         """
         delta = np.asarray(delta, dtype=float)
-        position, orientation = self.ee_pose()
+        state = self.world.client.getLinkState(self.body, self.grasp_link, computeForwardKinematics=True)
+        position = np.array(state[4])  # ee_pose()'s, with the quaternion kept as PyBullet's tuple
         asked = position + delta[:3]
         target = asked
         if self.config.clip_delta_to_workspace and self.workspace is not None:
             target = self.clip_to_workspace(target, position)
         target = self.solver.bound(target)
-        self.delta_clipped = not np.array_equal(target, asked)  # counted by the arm node
-        yaw = float(self.world.client.getEulerFromQuaternion(orientation)[2]) + delta[3]  # as ee_yaw()
+        self.delta_clipped = target is not asked and target.tolist() != asked.tolist()  # counted by the arm node
+        yaw = float(self.world.client.getEulerFromQuaternion(state[5])[2]) + delta[3]  # as ee_yaw()
         q = self.ik(target, yaw)
         if delta[4] != 0:
             self.gripper_open = bool(delta[4] > 0)
@@ -308,34 +376,45 @@ class FrankaArm:
     def ik(self, position, yaw: float) -> np.ndarray:
         """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
         orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
-        start = self.joint_states()[0]
-        if self.targets is not None:
-            start[7:] = self.targets[7:]
-        q, _ = self.solver.solve(start, position, orientation)
+        targets = self.position_targets
+        held = self._held  # as self.targets is not None, without its copy
+        if held and not (self.solver.posture or self.solver.rounds):
+            # One pass, nothing to refine or measure: on this arm, from where it stands (PandaIK.pass_on)
+            q = self.solver.pass_on(self.world.client, self.body, position, orientation)
+            q[7:] = targets[7:]
+            return q
+        start = self.joint_positions()
+        if held:
+            start[7:] = targets[7:]
+        q, _ = self.solver.solve(start, position, orientation, measure=False)
         return q
 
     def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
         high enough that the fingertips stay just clear of the floor, no upper limit (computed once:
         the bin is fixed)."""
+        return tuple(bound.copy() for bound in self._bounds())
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """workspace_bounds, computed at the first call, shared (never write to them)."""
         if self._workspace_bounds is None:
             lower, upper = self.workspace.interior()
             m = self.config.workspace_margin
             floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
             self._workspace_bounds = (np.array([lower[0] + m, lower[1] + m, floor]),
                                       np.array([upper[0] - m, upper[1] - m, np.inf]))
-        return tuple(bound.copy() for bound in self._workspace_bounds)
+        return self._workspace_bounds
 
     def clip_to_workspace(self, point, start=None) -> np.ndarray:
         """`point` clipped to the workspace. With `start` (where a motion to `point` begins) only the
         commanded motion is clipped: per axis, the bounds widen to include `start`, so a motion from
         outside the workspace may go back toward it or hold still, never further out (a zero delta
         holds the arm wherever it is, e.g. at home, which lies outside the pick bin)."""
-        lower, upper = self.workspace_bounds()
+        lower, upper = self._bounds()
         if start is not None:
             here = self.workspace.to_local(start)
             lower, upper = np.minimum(lower, here), np.maximum(upper, here)
-        local = np.clip(self.workspace.to_local(point), lower, upper)
+        local = clip(self.workspace.to_local(point), lower, upper)
         return self.workspace.to_world(local)
 
     # --- seed actions that step the world -----------------------------------------------------

@@ -8,7 +8,8 @@ collides with it and the task still sees those contacts. Afterwards the target g
 pose for RETURN_TIME, then the bin is fixed again exactly at its original pose.
 
 The motion runs in a before-step hook of the world, so it advances with whatever steps the world
-(a core caller, the ROS physics loop, a lock-step request).
+(a core caller, the ROS physics loop, a lock-step request). The hook is in place only while a shake
+runs: an idle bin costs the world's steps nothing.
 """
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ class BinShaker:
         self.return_steps = max(1, round(RETURN_TIME / world.timestep))
         self.motion = (0.0, 0.0, 0)  # amplitude, angular frequency, steps of motion
         self.step = 0
-        world.add_step_hooks(before=self._before_step)
 
     @property
     def shaking(self) -> bool:
@@ -81,12 +81,14 @@ class BinShaker:
         self.motion = (float(amplitude), omega, motion_steps)
         self.step = 0
         self.steps_left = motion_steps + self.return_steps
+        self.world.add_step_hooks(before=self._before_step)
 
     def stop(self) -> None:
         """End a shake at once: the bin fixed again exactly at its pose, at rest (a reset does this)."""
         if not self.shaking:
             return
         c, body = self.world.client, self.bin.body
+        self.world.remove_step_hooks(before=self._before_step)
         c.removeConstraint(self.constraint)
         self.constraint = None
         self.steps_left = 0
@@ -96,8 +98,6 @@ class BinShaker:
         c.setCollisionFilterPair(body, self.ground, -1, -1, 1)
 
     def _before_step(self) -> None:
-        if not self.shaking:
-            return
         if self.steps_left <= 0:
             self.stop()
             return

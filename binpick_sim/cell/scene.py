@@ -3,10 +3,12 @@
 Follows the seed's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
 random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
 largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
+The `cube` object set puts pybullet_data's small cube there instead (a box collision shape, as
+panda-gym's object is): a mesh object costs the solver more per physics step (README "Like for like").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,8 +24,14 @@ GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spa
 OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
 
 
+CUBE_URDF = "cube_small.urdf"  # pybullet_data: a 5 cm box collision shape, random_urdfs' friction and inertia
+
+
 def object_files(object_set: str) -> list[Path]:
-    """The seed's train/test split of random_urdfs: every tenth object is held out for testing."""
+    """The seed's train/test split of random_urdfs: every tenth object is held out for testing; or,
+    for `cube`, pybullet_data's small cube alone."""
+    if object_set == "cube":
+        return [Path(pybullet_data.getDataPath()) / CUBE_URDF]
     root = Path(pybullet_data.getDataPath()) / "random_urdfs"
     files = sorted(root.glob("[0-9][0-9][0-9]/[0-9][0-9][0-9].urdf"))
     held_out = object_set == "test"
@@ -40,6 +48,10 @@ class Bin:
         self.position = np.array(config.position, dtype=float)
         self.orientation = np.array(c.getQuaternionFromEuler(np.radians(config.orientation_deg)))
         self.rotation = np.array(c.getMatrixFromQuaternion(self.orientation)).reshape(3, 3)
+        # Not turned at all (every bin of the shipped scenes): the bin frame is the world's, shifted, and
+        # a product with the identity adds only zeros, so frame changes skip it and give the same numbers.
+        self.unrotated = bool(np.array_equal(self.rotation, np.eye(3)))
+        self._origin = self.position.tolist()
         boxes = self.boxes()
         kwargs = dict(shapeTypes=[c.GEOM_BOX] * len(boxes), halfExtents=[b[0] for b in boxes])
         collision = c.createCollisionShapeArray(collisionFramePositions=[b[1] for b in boxes], **kwargs)
@@ -56,14 +68,21 @@ class Bin:
         return float(self.to_world([0, 0, self.config.size[2]])[2])
 
     def to_local(self, point) -> np.ndarray:
+        if self.unrotated:  # the same numbers, without a matrix product per call
+            return np.asarray(point, dtype=float) - self.position
         return self.rotation.T @ (np.asarray(point, dtype=float) - self.position)
 
     def to_world(self, point) -> np.ndarray:
+        if self.unrotated:
+            return np.asarray(point, dtype=float) + self.position
         return self.rotation @ np.asarray(point, dtype=float) + self.position
 
     def contains(self, point) -> bool:
         """Seed rule: inside length x width x (2 * height) above the bin's underside."""
-        x, y, z = self.to_local(point)
+        if self.unrotated:  # plain floats: checked for every object at every task update
+            x, y, z = (p - o for p, o in zip(point, self._origin))
+        else:
+            x, y, z = self.to_local(point)
         length, width, height = self.config.size
         return abs(x) <= length / 2 and abs(y) <= width / 2 and 0 <= z <= 2 * height
 
@@ -82,6 +101,8 @@ class SceneObject:
     scale: float
     label: str = ""  # a spawned object's own name (the bin's objects are object_k)
     spawn_pose: tuple | None = None  # a spawned object's initial (position, xyzw) of its link frame
+    # its shapes.visual_frames, kept once read (fixed while the body lives)
+    visual_frames: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -179,14 +200,17 @@ class BinScene:
         self.world.client.removeBody(obj.body)
         self.objects.remove(obj)
 
+    def _in_a_bin(self, position) -> bool:
+        return any(b.contains(position) for b in self.bins)
+
     def object_position(self, obj: SceneObject) -> np.ndarray:
         return np.array(self.world.client.getBasePositionAndOrientation(obj.body)[0])
 
     def remove_objects_outside_bins(self, keep: set[str] = frozenset()) -> list[str]:
         """Seed rule: drop any object no bin contains any more (except those named in `keep`, e.g. held
         by the gripper); returns the removed names."""
-        gone = [o for o in self.objects
-                if o.name not in keep and not any(b.contains(self.object_position(o)) for b in self.bins)]
+        position = self.world.client.getBasePositionAndOrientation  # plain floats: `contains` needs no array
+        gone = [o for o in self.objects if o.name not in keep and not self._in_a_bin(position(o.body)[0])]
         for obj in gone:
             self.remove_object(obj.name)
         return [o.name for o in gone]

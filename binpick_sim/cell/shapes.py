@@ -54,14 +54,23 @@ class Geometry:
                                [[x * 0.7, y * 0.7, z * 0.7] for z in (-half[2], half[2]) for x, y in ring]])
 
 
-def visual_pose(client, body: int) -> tuple[tuple, tuple]:
+def visual_pose(client, body: int, frames: tuple | None = None) -> tuple[tuple, tuple]:
     """World pose (position, xyzw) of a body's first visual shape, whose vertices `Geometry` gives.
-    PyBullet reports a base at its centre of mass, and the shape's own frame relative to the link's."""
+    PyBullet reports a base at its centre of mass, and the shape's own frame relative to the link's.
+    `frames`: the body's `visual_frames`, if kept from an earlier call (they never change)."""
     position, orientation = client.getBasePositionAndOrientation(body)
+    to_link, to_shape = frames or visual_frames(client, body)
+    link = client.multiplyTransforms(position, orientation, *to_link)
+    return client.multiplyTransforms(*link, *to_shape)
+
+
+def visual_frames(client, body: int) -> tuple[tuple, tuple]:
+    """What `visual_pose` needs of a body besides its pose: the link frame seen from the centre of mass,
+    and the first visual shape's frame in the link's. Fixed for the body's life, so a caller that asks
+    every step may keep them (three PyBullet calls fewer per object and step)."""
     inertial = client.getDynamicsInfo(body, -1)[3:5]
-    link = client.multiplyTransforms(position, orientation, *client.invertTransform(*inertial))
     shape = client.getVisualShapeData(body)[0]
-    return client.multiplyTransforms(*link, shape[5], shape[6])
+    return client.invertTransform(*inertial), (shape[5], shape[6])
 
 
 def shape_vertices(shape) -> np.ndarray:

@@ -9,7 +9,7 @@ from .bin_shake import BinShaker
 from .vision.camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
-from .shapes import shape_vertices, visual_pose
+from .shapes import shape_vertices, visual_frames, visual_pose
 from .scene import BinScene
 from .world import World
 
@@ -88,7 +88,9 @@ class BinPickingSim:
         c = self.world.client
         views = []
         for obj in self.scene.objects:
-            position, orientation = visual_pose(c, obj.body)
+            if obj.visual_frames is None:
+                obj.visual_frames = visual_frames(c, obj.body)
+            position, orientation = visual_pose(c, obj.body, obj.visual_frames)
             views.append(ObjectView(obj.name, np.array(position), np.array(orientation), self._vertices(obj)))
         return views
 

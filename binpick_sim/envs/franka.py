@@ -6,6 +6,7 @@ Each `step` hands the arm one command and advances `task.steps_per_action` physi
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import cv2
@@ -14,6 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..cell.arm import JOINT_NAMES
+from ..cell.ik import clip
 from ..config import load_config
 from ..paths import default_config
 from .backends import Observation, make_backend
@@ -72,7 +74,7 @@ class FrankaEnv(gym.Env):
         return spaces.Box(self.joint_low.astype(np.float32), self.joint_high.astype(np.float32), dtype=np.float32)
 
     def _command_values(self, action: np.ndarray) -> np.ndarray:
-        return np.clip(action, self.action_space.low, self.action_space.high).astype(float)
+        return clip(action, self.action_space.low, self.action_space.high).astype(float)
 
     def _observation_space(self) -> spaces.Dict:
         if self.observation_mode == "image":
@@ -98,7 +100,7 @@ class FrankaEnv(gym.Env):
         })
 
     def _state(self, obs: Observation) -> dict:
-        return {"joint_positions": np.clip(obs.joint_positions, self.joint_low, self.joint_high).astype(np.float32),
+        return {"joint_positions": clip(obs.joint_positions, self.joint_low, self.joint_high).astype(np.float32),
                 "joint_velocities": obs.joint_velocities.astype(np.float32),
                 "ee_position": obs.ee_position.astype(np.float32), "gripper_open": int(self.gripper_open)}
 
@@ -140,7 +142,7 @@ class FrankaEnv(gym.Env):
 
     def step(self, action):
         action = np.asarray(action, dtype=float)
-        if action.shape != self.action_space.shape or not np.all(np.isfinite(action)):
+        if action.shape != self.action_space.shape or not all(map(math.isfinite, action.tolist())):
             raise ValueError(f"action must be {self.action_space.shape} finite numbers, got {action!r}")
         values = self._command_values(action)
         if self.until_reached:
@@ -225,7 +227,7 @@ class FrankaDeltaEnv(FrankaEnv):
         return spaces.Box(-1.0, 1.0, (5,), dtype=np.float32)
 
     def _command_values(self, action: np.ndarray) -> np.ndarray:
-        a = np.clip(action, -1.0, 1.0)
+        a = clip(action, -1.0, 1.0).tolist()  # plain floats: the same products, without numpy scalars
         gripper = 1.0 if a[4] > 0 else -1.0 if a[4] < 0 else 0.0
         if gripper:
             self.gripper_open = gripper > 0

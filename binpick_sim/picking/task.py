@@ -31,12 +31,13 @@ class TaskStatus:
 
     def as_dict(self) -> dict:
         # Built field by field: dataclasses.asdict deep-copies, ~50 us per env step for plain values.
-        return {**{f.name: getattr(self, f.name) for f in STATUS_FIELDS}, "grabbed": list(self.grabbed),
+        values = self.__dict__
+        return {**{name: values[name] for name in STATUS_FIELDS}, "grabbed": list(self.grabbed),
                 "removed_outside": list(self.removed_outside), "terminated": self.terminated,
                 "arm_grabs": dict(self.arm_grabs), "arm_bin_collisions": list(self.arm_bin_collisions)}
 
 
-STATUS_FIELDS = fields(TaskStatus)
+STATUS_FIELDS = tuple(f.name for f in fields(TaskStatus))
 
 
 class PickTask:
@@ -44,6 +45,7 @@ class PickTask:
         self.sim = sim
         self.config = config
         self._lift_height: float | None = None
+        self._bins: frozenset[int] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -63,13 +65,15 @@ class PickTask:
         grabbed, held, collided = [], set(), []
         for arm in self.sim.arms:  # each arm's grabs and bin contacts, in the scene file's order
             contacts = arm.contacts()
-            mine, shook = self.collect_grabs(arm.gripped_bodies(contacts), arm)
+            gripped = arm.gripped_bodies(contacts)
+            mine, shook = self.collect_grabs(gripped, arm)
             if shook:
                 contacts = arm.contacts()
+                gripped = arm.gripped_bodies(contacts)
             grabbed += mine
             self.arm_grabs[arm.config.name] += len(mine)
-            gripped = arm.gripped_bodies(contacts)
-            held |= {o.name for o in scene.objects if o.body in gripped}
+            if gripped:  # (bodies grabbed just now are gone from scene.objects)
+                held |= {o.name for o in scene.objects if o.body in gripped}
             if self.config.terminate_on_bin_collision and self.arm_touches_a_bin(contacts, arm):
                 collided.append(arm.config.name)
         self.grabs += len(grabbed)
@@ -108,5 +112,7 @@ class PickTask:
         """Seed `check_for_collision_with_bin(arm_id)`: a contact of `arm` (default the first) with a bin
         closer than the threshold, among `contacts` (default: read them now)."""
         contacts = (arm or self.sim.arm).contacts() if contacts is None else contacts
-        bins = {b.body for b in self.sim.scene.bins}
-        return any(point[2] in bins and point[8] < self.config.collision_threshold for point in contacts)
+        if self._bins is None:  # the bins are fixed: their bodies looked up once
+            self._bins = frozenset(b.body for b in self.sim.scene.bins)
+        threshold = self.config.collision_threshold
+        return any(point[2] in self._bins and point[8] < threshold for point in contacts)
