@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, Config, config_from_dict, config_to_dict
+from .rendering import spelled
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,11 @@ def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
     for name in [n for n, (_, urdf, scale) in bodies.items() if n not in wanted or wanted[n][:2] != (urdf, scale)]:
         c.removeBody(bodies.pop(name)[0])
     for name, (urdf, scale, position, orientation) in wanted.items():
-        if name in bodies:
-            c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
-        else:
-            bodies[name] = (c.loadURDF(urdf, position, orientation, globalScaling=scale), urdf, scale)
+        if name not in bodies:
+            bodies[name] = (c.loadURDF(spelled(urdf, ("scale", scale)), globalScaling=scale), urdf, scale)
+        # after loading, not at it: loadURDF places the link frame, while the captured pose is the centre of
+        # mass's (PyBullet's base), which a body with an inertial offset (pybullet_data's duck) has apart
+        c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
     for arm, joints in zip(sim.arms, state.joints):
         for joint, position in enumerate(joints):
             c.resetJointState(arm.body, joint, position)

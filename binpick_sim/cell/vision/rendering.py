@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import pybullet
 
@@ -174,6 +175,30 @@ def choose(requested: str, gui: bool, sizes: list[tuple[int, int]]) -> str:
                                 "PyBullet's EGL plugin crashes with two; close it first or use renderer tiny")
         probe_egl()
     return requested
+
+
+_spellings: dict[str, dict] = {}  # directory -> {key: its spelling's number}
+_spellings_lock = threading.Lock()
+
+
+def spelled(path, key) -> str:
+    """`path` spelled so that each `key` (hashable) has a spelling of its own in this process (the first
+    key seen: the path as given); the file is the same. Load an object's URDF through
+    `spelled(urdf, ("scale", scale))`; a spawned URDF's meshes are written `spelled(mesh, ("spawn", file))`.
+
+    PyBullet's EGL plugin keeps each mesh it has converted for drawing by its file name and frame, not by
+    its scale (`m_cachedVisualShapes` in eglRendererVisualShapeConverter.cpp, PyBullet 3.2.7): a mesh loaded
+    again at another size (the same random_urdfs object in a later episode, or one cube at 3 and 5 cm) is
+    drawn at the size it had first, even after that body is gone (measured here: both cubes drawn the same
+    size, TinyRenderer right). A directory spelled differently ('./' and './/' inserted, one per bit of the
+    spelling's number) is a file name the plugin has not seen, so it converts the mesh again at its size."""
+    path = Path(path)
+    with _spellings_lock:
+        known = _spellings.setdefault(str(path.parent), {})
+        number = known.setdefault(key, len(known))
+    if number == 0:
+        return str(path)
+    return f"{path.parent}/" + "".join(".//" if bit == "1" else "./" for bit in f"{number:b}") + path.name
 
 
 def attach(client, name: str) -> Renderer:
