@@ -201,6 +201,19 @@ def spelled(path, key) -> str:
     return f"{path.parent}/" + "".join(".//" if bit == "1" else "./" for bit in f"{number:b}") + path.name
 
 
+def offscreen(name: str) -> str:
+    """The renderer a process of its own (a render worker) uses for a world that renders with `name`
+    (tiny, egl or gui): the same, but for `gui`, whose window belongs to the live process: `egl`, OpenGL
+    too, where it loads, else `tiny`."""
+    if name != "gui":
+        return name
+    try:
+        probe_egl()
+    except RendererError:
+        return "tiny"
+    return "egl"
+
+
 def attach(client, name: str) -> Renderer:
     """Set `client` up to render with `name` (tiny, egl or gui); egl loads the plugin into it."""
     global _egl_owner
