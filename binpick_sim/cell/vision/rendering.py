@@ -37,11 +37,22 @@ AUTO_RULE = (f"gui when the GUI is open; otherwise egl when EGL loads, every fra
 PROBE_TIMEOUT = 120.0  # seconds; loading the plugin takes about a second on a busy machine
 
 _PROBE = """
-import pkgutil, pybullet
+import ctypes, pkgutil, pybullet
 client = pybullet.connect(pybullet.DIRECT)
 plugin = pybullet.loadPlugin(pkgutil.get_loader("eglRenderer").get_filename(), "_eglRendererPlugin",
                              physicsClientId=client)
 print("plugin =", plugin, flush=True)
+if plugin >= 0:  # the depth buffer's bits: those of the EGL config the plugin's context was made with
+    pybullet.getCameraImage(1, 1, renderer=pybullet.ER_BULLET_HARDWARE_OPENGL, physicsClientId=client)
+    egl, P = ctypes.CDLL("libEGL.so.1"), ctypes.c_void_p
+    egl.eglGetCurrentDisplay.restype = egl.eglGetCurrentContext.restype = P
+    display, context = P(egl.eglGetCurrentDisplay()), P(egl.eglGetCurrentContext())
+    config_id, config, count, bits = ctypes.c_int(), P(), ctypes.c_int(), ctypes.c_int()
+    egl.eglQueryContext(display, context, 0x3028, ctypes.byref(config_id))  # EGL_CONFIG_ID
+    wanted = (ctypes.c_int * 3)(0x3028, config_id.value, 0x3038)  # EGL_NONE
+    if egl.eglChooseConfig(display, wanted, ctypes.byref(config), 1, ctypes.byref(count)) and count.value:
+        if egl.eglGetConfigAttrib(display, config, 0x3025, ctypes.byref(bits)):  # EGL_DEPTH_SIZE
+            print("Depth bits =", bits.value, flush=True)
 """
 
 
@@ -123,7 +134,8 @@ _egl_owner: object | None = None  # the one client of this process with the EGL 
 
 @functools.cache
 def probe_egl() -> str:
-    """The GL vendor / renderer / version of EGL here, or RendererError (once per process)."""
+    """The GL vendor / renderer / version of EGL here and its depth buffer's bits, or RendererError (once
+    per process)."""
     try:
         done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT)
@@ -139,7 +151,10 @@ def probe_egl() -> str:
         raise RendererError(f"renderer egl: PyBullet's EGL plugin cannot start here ({said.strip()}; it needs "
                             "libEGL and an EGL device, e.g. Debian's libegl1 and libgl1-mesa-dri, or the "
                             "NVIDIA driver); use renderer tiny or auto")
-    return ", ".join(f"{key} {fields[key].strip()}" for key in ("Vendor", "Renderer", "Version") if key in fields)
+    strings = [f"{key} {fields[key].strip()}" for key in ("Vendor", "Renderer", "Version") if key in fields]
+    if fields.get("Depth bits", "").strip().isdigit():  # what depth's precision follows (camera.py)
+        strings.append(f"depth buffer {fields['Depth bits'].strip()} bit")
+    return ", ".join(strings)
 
 
 def egl_problem(sizes: list[tuple[int, int]]) -> str | None:
