@@ -7,6 +7,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,10 +44,24 @@ def test_egl_that_cannot_load_fails_at_start_up_with_one_clear_line(tmp_path):
     assert "use renderer tiny" in lines[0]
 
 
-def test_egl_refuses_frames_it_would_upsample(config):
+def test_egl_and_gui_refuse_frames_they_would_upsample(config):
+    """Both draw into a window of 1024 x 768 and rescale larger frames from it: refused at start-up and
+    at run time, naming the way out; `auto` takes TinyRenderer for them."""
     with pytest.raises(RendererError, match="renderer egl: frames up to 1024x768 only.*got 1280x720"):
         BinPickingSim(with_renderer(config, "egl", width=1280, height=720))
     assert rendering.choose("auto", False, [(1280, 720)]) == "tiny"
+    with pytest.raises(RendererError, match="renderer gui: frames up to 1024x768 only .the GUI window.*got 1280x720"):
+        rendering.choose("gui", True, [(640, 480), (1280, 720)])
+    assert rendering.choose("auto", True, [(1280, 720)]) == "tiny"
+    assert rendering.choose("auto", True, [(1024, 768)]) == "gui"
+    sim = BinPickingSim(config)  # the run-time check, as it would run with the GUI's renderer (no display here)
+    try:
+        sim.world.renderer = rendering.GUI
+        with pytest.raises(ConfigError, match="renderer gui: frames up to 1024x768"):
+            sim.camera.set_view(width=1280, height=720)
+        assert sim.camera.config.width == 640
+    finally:
+        sim.close()
 
 
 def test_auto_follows_its_rule(config):
@@ -218,6 +233,17 @@ def test_an_object_type_seen_again_at_another_size_is_drawn_at_that_size(config,
     assert large / small > 5, f"{small:.0f} px, then {large:.0f} px"  # 9 for a 3x size, unless it is hidden
 
 
+def test_the_first_egl_frame_is_lit_like_the_next(config):
+    egl_or_skip()
+    sim = BinPickingSim(with_renderer(config, "egl"))
+    try:
+        sim.reset(seed=0)
+        first, second = sim.camera.render(), sim.camera.render()
+        assert np.array_equal(first.rgb, second.rgb)  # without the sim's one-pixel frame: 5 % of them differ
+    finally:
+        sim.close()
+
+
 def test_colour_images_of_one_scene_agree_coarsely(config):
     """TinyRenderer's and EGL's pictures of the same scene: the same colours in the same places, blockwise."""
     egl_or_skip()
@@ -282,17 +308,24 @@ def test_egl_frames_published_from_the_physics_thread_show_the_current_scene(ros
             watcher.close()
 
 
-def test_image_env_renders_with_the_chosen_renderer():
-    """The gym envs take `renderer=` (default: the scene file's simulation.renderer)."""
+@pytest.mark.parametrize("backend", ["direct", "ros"])
+def test_image_env_renders_with_the_chosen_renderer(backend):
+    """The gym envs take `renderer=` (default: the scene file's simulation.renderer), on both backends:
+    the ROS one hands it to its private `sim`, whose camera node says what draws its frames."""
     egl_or_skip()
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401  (registers the ids)
 
-    env = gym.make("binpick_sim/FrankaPosition-v0", observation="image", renderer="egl", camera_size=(160, 120))
+    env = gym.make("binpick_sim/FrankaPosition-v0", observation="image", renderer="egl", camera_size=(160, 120),
+                   backend=backend)
     try:
         observation, _ = env.reset(seed=0)
-        assert env.unwrapped.backend.sim.world.renderer.name == "egl"
+        if backend == "direct":
+            assert env.unwrapped.backend.sim.world.renderer.name == "egl"
+        else:
+            log = (Path(env.unwrapped.backend.folder.name) / "sim.log").read_text()
+            assert f"160x120 frames rendered by egl ({rendering.probe_egl()})" in log, log[-2000:]
         assert observation["rgb"].shape == (120, 160, 3) and np.isfinite(observation["depth"]).all()
         assert observation["rgb"].std() > 10
     finally:

@@ -10,7 +10,9 @@ short child process (`probe_egl`), which also reports the GL vendor and renderer
 becomes one clear RendererError at start-up. Facts measured with PyBullet 3.2.7 that shape this module:
 - the plugin's offscreen window is EGL_MAX_SIZE; a request up to that size renders at exactly its
   size, a larger one is rendered at the window size and upsampled row by row (the `--width/--height`
-  connect options did not change the window in DIRECT mode), so `egl` refuses larger frames;
+  connect options did not change the window in DIRECT mode), so `egl` refuses larger frames; the GUI
+  renders into its window the same way (OpenGLGuiHelper::copyCameraImageData: the source is at most
+  the window's size, then rescaled), so `gui` refuses frames larger than the window it opens, GUI_MAX_SIZE;
 - two clients with the plugin in one process crash (SIGSEGV) when either disconnects, so one world
   per process may use `egl` at a time (`auto` then falls back to TinyRenderer).
 """
@@ -27,13 +29,14 @@ import pybullet
 
 RENDERERS = ("auto", "tiny", "egl", "gui")
 EGL_MAX_SIZE = (1024, 768)  # the plugin's offscreen window (START_WIDTH x START_HEIGHT in PyBullet 3.2.7)
+GUI_MAX_SIZE = (1024, 768)  # the GUI window PyBullet opens (its default size; a smaller window upsamples more)
 # auto: EGL (where it loads) for frames of at least this many pixels, TinyRenderer below. Measured on
 # this 2-core machine, EGL on Mesa llvmpipe (bench/camera.py, README "Renderers"): Camera.render frames/s
 # tiny / egl 39 / 31 at 64x64, 37 / 33 at 160x120, 23 / 28 at 320x240, 8.9 / 15.9 at 640x480.
 AUTO_EGL_MIN_PIXELS = 320 * 240
-AUTO_RULE = (f"gui when the GUI is open; otherwise egl when EGL loads, every frame is at least "
-             f"{AUTO_EGL_MIN_PIXELS} pixels and at most {EGL_MAX_SIZE[0]}x{EGL_MAX_SIZE[1]}, and no other "
-             f"world of this process uses egl; otherwise tiny")
+AUTO_RULE = (f"with the GUI open, gui when every frame is at most {GUI_MAX_SIZE[0]}x{GUI_MAX_SIZE[1]}; "
+             f"headless, egl when EGL loads, every frame is at least {AUTO_EGL_MIN_PIXELS} pixels and at most "
+             f"{EGL_MAX_SIZE[0]}x{EGL_MAX_SIZE[1]}, and no other world of this process uses egl; otherwise tiny")
 PROBE_TIMEOUT = 120.0  # seconds; loading the plugin takes about a second on a busy machine
 
 _PROBE = """
@@ -157,34 +160,38 @@ def probe_egl() -> str:
     return ", ".join(strings)
 
 
-def egl_problem(sizes: list[tuple[int, int]]) -> str | None:
-    """Why these frame sizes cannot be rendered by egl without upsampling, or None."""
-    max_w, max_h = EGL_MAX_SIZE
+def upsampling_problem(renderer: str, sizes: list[tuple[int, int]]) -> str | None:
+    """Why `renderer` cannot draw frames of these sizes without upsampling them, or None."""
+    if renderer not in ("egl", "gui"):
+        return None  # TinyRenderer draws any size as asked
+    (max_w, max_h), window = ((EGL_MAX_SIZE, "PyBullet's EGL window") if renderer == "egl" else
+                              (GUI_MAX_SIZE, "the GUI window PyBullet opens, which it renders into"))
     too_big = [f"{w}x{h}" for w, h in sizes if w > max_w or h > max_h]
     if too_big:
-        return (f"renderer egl: frames up to {max_w}x{max_h} only (PyBullet's EGL window; larger ones would be "
+        return (f"renderer {renderer}: frames up to {max_w}x{max_h} only ({window}; larger ones would be "
                 f"upsampled), got {', '.join(too_big)}; use renderer tiny for them")
     return None
 
 
 def choose(requested: str, gui: bool, sizes: list[tuple[int, int]]) -> str:
-    """The renderer `requested` means here: `auto` resolved by AUTO_RULE; `egl` checked (RendererError)."""
+    """The renderer `requested` means here: `auto` resolved by AUTO_RULE; `egl` and `gui` checked
+    (RendererError)."""
     if requested not in RENDERERS:
         raise RendererError(f"renderer: expected one of {list(RENDERERS)}, got {requested!r}")
     if requested == "auto":
         if gui:
-            return "gui"
-        if egl_problem(sizes) or _egl_owner is not None or min(w * h for w, h in sizes) < AUTO_EGL_MIN_PIXELS:
+            return "tiny" if upsampling_problem("gui", sizes) else "gui"
+        if upsampling_problem("egl", sizes) or _egl_owner is not None or min(w * h for w, h in sizes) < AUTO_EGL_MIN_PIXELS:
             return "tiny"
         try:
             probe_egl()
         except RendererError:
             return "tiny"
         return "egl"
+    problem = upsampling_problem(requested, sizes)
+    if problem:
+        raise RendererError(problem)
     if requested == "egl":
-        problem = egl_problem(sizes)
-        if problem:
-            raise RendererError(problem)
         if _egl_owner is not None:
             raise RendererError("renderer egl: another world of this process already renders with EGL, and "
                                 "PyBullet's EGL plugin crashes with two; close it first or use renderer tiny")
