@@ -172,7 +172,7 @@ class CameraConfig:
     width: int = 640
     height: int = 480
     fov_deg: float = 60.0
-    near: float = 0.01
+    near: float = 0.1  # m; see README "Renderers" for depth precision against near
     far: float = 3.0
 
     def __post_init__(self):

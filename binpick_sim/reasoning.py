@@ -1,21 +1,28 @@
 """Questions about the scene (seed 004, PyCRAM): stable, contact, visible, occluding, reachable,
 blocking, supporting — answered without disturbing the live world.
 
-The live world is only ever read: poses, closest points and camera images are pure queries. Anything
-that has to move something (a roll-out, putting the arm at an IK pose, rendering one object alone)
-happens in a private copy of the cell, rebuilt from the live state for each query, as PyCRAM copies
-its BulletWorld. (PyBullet's saveState/restoreState is not an option: a restored world drifts from
-the one that was never touched by centimetres within seconds.)
+The live world is only ever read: poses and closest points are pure queries. Anything that has to move
+something (a roll-out, putting the arm at an IK pose) happens in a private copy of the cell, rebuilt
+from the live state for each query, as PyCRAM copies its BulletWorld. (PyBullet's saveState/restoreState
+is not an option: a restored world drifts from the one that was never touched by centimetres within
+seconds.) `visible` / `occluding` render, and with the scene file's renderer, like every camera image:
+that is `egl` often enough, and PyBullet's EGL plugin allows one client per process, which the live
+world holds. So their masks are drawn in a render worker of the reasoner's own (another process, started
+at the first such query), from a mirror of the live state (cell/vision/render_worker.py, visibility.py);
+the live world is only captured, on the physics thread, and the drawing need not stop it.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .cell.sim import BinPickingSim
-from .cell.world import connect
+from .cell.vision.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
+from .cell.vision.rendering import offscreen
+from .cell.vision.visibility import View
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 ROBOT_NAME = "panda"
@@ -25,6 +32,7 @@ STABLE_SECONDS = 2.0  # seed: simulate 2 s...
 STABLE_DECIMALS = 3  # ...and compare positions rounded to 1 mm
 SUPPORT_HEIGHT = 0.001  # m the upper base must be above the lower (equal within settling noise is not above)
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)  # xyzw: the gripper pointing at the floor
+VISIBILITY_TIMEOUT = 60.0  # s a visible/occluding answer may take the render worker (its start included)
 
 
 @dataclass(frozen=True)
@@ -39,31 +47,37 @@ class CameraView:
 class Reasoner:
     def __init__(self, sim: BinPickingSim):
         self.sim = sim
-        # ground, bins and arm; objects are mirrored per query. It renders nothing of its own, and PyBullet's
-        # EGL plugin allows one client per process: TinyRenderer, whatever the live world uses
+        # ground, bins and arm; objects are mirrored per query. It renders nothing (the render worker does),
+        # and PyBullet's EGL plugin allows one client per process: TinyRenderer, whatever the live world uses
         tiny = dataclasses.replace(sim.config.simulation, renderer="tiny", gui=False)
         self.copy = BinPickingSim(dataclasses.replace(sim.config, simulation=tiny))
         self.copy_objects: dict[str, int] = {}
-        self.solo = connect()  # renders one object at a time
+        self.worker: RenderWorker | None = None  # draws visible/occluding's masks; started at the first
+        self._worker_lock = threading.Lock()  # one request at a time, whichever thread asks
+        self.visibility_renderer = ""  # what drew the last visible/occluding answer (Renderer.describe)
 
     def close(self) -> None:
+        worker, self.worker = self.worker, None  # not waiting for a query in flight: it hears the worker go
+        if worker is not None:
+            worker.close()
         self.copy.close()
-        self.solo.disconnect()
 
     # --- names and types ----------------------------------------------------------------------
     def bodies(self, sim: BinPickingSim | None = None) -> dict[str, tuple[int, str]]:
         """name -> (body id, type) for every body of the live world (or of the copy)."""
         sim = sim or self.sim
         named = {name: (body, ENVIRONMENT) for name, body in sim.scene.environment_bodies.items()}
-        if sim.config.several_arms:  # each arm by its own name (seed 000's `robots`)
-            named.update({arm.config.name: (arm.body, ROBOT) for arm in sim.arms})
-        else:
-            named[ROBOT_NAME] = (sim.arm.body, ROBOT)
+        named.update({name: (arm.body, ROBOT) for arm, name in zip(sim.arms, self.arm_names())})
         if sim is self.copy:
             named.update({name: (body, OBJECT) for name, body in self.copy_objects.items()})
         else:
             named.update({o.name: (o.body, OBJECT) for o in sim.scene.objects})
         return named
+
+    def arm_names(self) -> list[str]:
+        """What the answers call each arm (the scene's order): `panda`, or with several each by its own
+        name (seed 000's `robots`)."""
+        return [arm.config.name for arm in self.sim.arms] if self.sim.config.several_arms else [ROBOT_NAME]
 
     def types(self) -> dict[str, str]:
         return {name: kind for name, (_, kind) in self.bodies().items()}
@@ -148,29 +162,41 @@ class Reasoner:
     def visibility(self, view: CameraView, width: int, height: int,
                    names: list[str] | None = None) -> dict[str, dict]:
         """Seed visible/occluding: per object, its pixels in the full scene over its pixels alone, and
-        the bodies that cover its own pixels. An object with no pixels alone is not visible."""
+        the bodies that cover its own pixels. An object with no pixels alone is not visible. Drawn with
+        the scene file's renderer (`visibility_renderer` then names it), in the render worker."""
+        return self.see(self.visibility_request(view, width, height, names)).objects
+
+    def visibility_request(self, view: CameraView, width: int, height: int,
+                           names: list[str] | None = None) -> VisibilityRequest:
+        """What `see` needs, captured from the live world (the physics thread; well under a millisecond)."""
         names = self.objects(names)
-        camera = self.sim.camera
-        view_matrix = self._view_matrix(view)
-        projection = self.sim.world.client.computeProjectionMatrixFOV(camera.config.fov_deg, width / height,
-                                                                       camera.config.near, camera.config.far)
-        full = self._segmentation(self.sim.world.client, width, height, view_matrix, projection)
-        by_body = {body: name for name, (body, _) in self.bodies().items()}
-        answers = {}
-        for name in names:
-            obj = self.sim.scene.object_named(name)
-            alone_body = self._load_at(self.solo, obj)
+        camera = self.sim.camera.config
+        projection = self.sim.world.client.computeProjectionMatrixFOV(camera.fov_deg, width / height,
+                                                                       camera.near, camera.far)
+        return VisibilityRequest(capture(self.sim, self.sim.camera, segmentation=False),
+                                 View(tuple(self._view_matrix(view)), tuple(projection), width, height),
+                                 tuple(names), tuple(self.arm_names()))
+
+    def see(self, request: VisibilityRequest, timeout: float = VISIBILITY_TIMEOUT) -> VisibilityAnswer:
+        """The masks of `request` drawn and compared by the render worker (any thread; the physics may go on).
+        RuntimeError if the worker fails, TimeoutError if it takes longer than `timeout`; either way the
+        next call starts a new one."""
+        with self._worker_lock:
+            worker = self.worker
+            if worker is None:
+                worker = self.worker = RenderWorker(self.sim.config, offscreen(self.sim.world.renderer.name))
+            worker.request(request)
             try:
-                alone = self._segmentation(self.solo, width, height, view_matrix, projection) == alone_body
-            finally:
-                self.solo.removeBody(alone_body)
-            seen = int(np.count_nonzero(full == obj.body))
-            possible = int(np.count_nonzero(alone))
-            covering = {int(b) for b in np.unique(full[alone]) if b >= 0 and b != obj.body}
-            answers[name] = {"pixels": seen, "pixels_alone": possible,
-                             "ratio": seen / possible if possible else 0.0,
-                             "occluded_by": sorted(by_body[b] for b in covering if b in by_body)}
-        return answers
+                answer = worker.wait(timeout)
+                if answer is None:
+                    raise TimeoutError(f"visible/occluding: the render worker took over {timeout:g} s")
+            except (RuntimeError, TimeoutError, OSError):  # OSError: closed under the query (shutdown)
+                worker.close()
+                if self.worker is worker:
+                    self.worker = None
+                raise
+        self.visibility_renderer = answer.renderer
+        return answer
 
     def reachable(self, targets: dict[str, np.ndarray], link: str, threshold: float,
                   top_down: bool, arm: str | None = None) -> dict[str, dict]:
@@ -230,7 +256,3 @@ class Reasoner:
             up = view.rotation @ np.array([0.0, 0.0, 1.0])
         return self.sim.world.client.computeViewMatrix(view.position.tolist(), (view.position + forward).tolist(),
                                                         up.tolist())
-
-    def _segmentation(self, client, width, height, view_matrix, projection) -> np.ndarray:
-        seg = client.getCameraImage(width, height, view_matrix, projection, renderer=client.ER_TINY_RENDERER)[4]
-        return np.asarray(seg, dtype=np.int64).reshape(height, width)

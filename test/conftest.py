@@ -62,3 +62,29 @@ def client(ros_context, stack):
     client.wait_for_topics(STATE_TOPICS, timeout=30)
     yield client
     client.close()
+
+
+def egl_or_skip() -> str:
+    """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
+    from binpick_sim.cell.vision import rendering
+
+    try:
+        return rendering.probe_egl()
+    except rendering.RendererError as exc:
+        pytest.skip(f"EGL is not available here: {exc}")
+
+
+@pytest.fixture(params=["tiny", "egl"])
+def renderer(request):
+    """Each renderer available here: TinyRenderer always, EGL where PyBullet's plugin loads (else skipped)."""
+    if request.param == "egl":
+        egl_or_skip()
+    return request.param
+
+
+def with_renderer(config, renderer, **camera):
+    """`config` rendered by `renderer`, its main camera changed by `camera`."""
+    import dataclasses
+
+    return dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer),
+                               camera=dataclasses.replace(config.camera, **camera))

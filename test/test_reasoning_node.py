@@ -16,9 +16,19 @@ from test_reasoning import add_cube, along_the_optical_axis
 
 @pytest.fixture
 def cell(ros_context):
+    yield from running_cell(ros_context, "tiny")
+
+
+@pytest.fixture
+def any_cell(ros_context, renderer):
+    """`cell` with each renderer available here."""
+    yield from running_cell(ros_context, renderer)
+
+
+def running_cell(ros_context, renderer):
     """Stack with the reasoning node, crawling in time (1 % of real time) so scenes built between two
     queries stay as they were placed; the pick bin emptied."""
-    world = parameters(realtime_factor=0.01, reasoning=True, camera=False)
+    world = parameters(realtime_factor=0.01, reasoning=True, camera=False, renderer=renderer)
     with SimStack(ros_context, {"world": world}) as stack:
         stack.loop.run(lambda: [stack.sim.scene.remove_object(o.name) for o in list(stack.sim.scene.objects)])
         client = SimClient("asker", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
@@ -59,15 +69,24 @@ def test_stable_contact_and_supporting(cell):
     assert support["types"]["ground"] == "environment" and support["types"][upper] == "object"
 
 
-def test_visible_and_occluding(cell):
-    stack, client = cell
+def test_visible_and_occluding(any_cell, renderer):
+    """With each renderer, the same answers; each names the renderer that drew its masks (EGL with its GL
+    strings), as does the node's /diagnostics status."""
+    stack, client = any_cell
     behind = place(stack, along_the_optical_axis(stack.sim, 0.55), 0.03)
     front = place(stack, along_the_optical_axis(stack.sim, 0.35), 0.05)
-    assert ask(client, "occluding")["objects"][behind] == [front]
-    visible = ask(client, "visible")["objects"]
-    assert not visible[behind]["visible"] and visible[front]["visible"]
+    occluding = ask(client, "occluding")
+    assert occluding["objects"][behind] == [front]
+    expected = stack.sim.world.renderer.describe()
+    assert expected.startswith(f"{renderer} (") and occluding["renderer"] == expected
+    visible = ask(client, "visible")
+    assert not visible["objects"][behind]["visible"] and visible["objects"][front]["visible"]
+    assert visible["renderer"] == expected and visible["stamp"] <= stack.sim.world.time
     stack.loop.run(stack.sim.scene.remove_object, front)
     assert ask(client, "visible")["objects"][behind]["visible"]
+    node = next(n for n in stack.nodes if n.get_name() == "reasoning")
+    status = {kv.key: kv.value for kv in node.diagnostics.status().values}  # what /diagnostics carries
+    assert status["visibility_renderer"] == expected
 
 
 def test_reachable_and_blocking(cell):

@@ -1,22 +1,32 @@
 """Rendering in a worker process: the picture of the captured state, and physics that goes on meanwhile."""
 import dataclasses
+from pathlib import Path
 
 import numpy as np
+import pybullet_data
 
 from binpick_sim.cell.vision.labels import label_image
 from binpick_sim.cell.vision.render_worker import RenderWorker, capture
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
+from conftest import with_renderer
 
-def test_worker_renders_the_state_it_was_sent(config):
+
+def test_worker_renders_the_state_it_was_sent(config, renderer):
     """Arm moved, an object removed, the camera refocused: the worker's frame is the live world's own
-    render of that state, pixel for pixel, segmentation ids included."""
-    config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=160, height=120))
+    render of that state, pixel for pixel, segmentation ids included, with each renderer. A duck (its
+    centre of mass 2 cm from its link frame) is where it is from the first frame on."""
+    config = with_renderer(config, renderer, width=320, height=240)
     sim = BinPickingSim(config)
-    worker = RenderWorker(config, "tiny")
+    worker = RenderWorker(config, renderer)
     try:
         sim.reset(seed=3)
+        c = sim.world.client
+        duck = Path(pybullet_data.getDataPath()) / "duck_vhacd.urdf"
+        pose = (sim.scene.pick_bin.to_world([0.03, 0.03, 0.08]), np.array([0.0, 0.0, 0.0, 1.0]))
+        sim.scene.add_object(c.loadURDF(str(duck), pose[0].tolist(), pose[1].tolist()), duck, "duck", pose)
+        assert np.linalg.norm(c.getDynamicsInfo(sim.scene.objects[-1].body, -1)[3]) > 0.01
         for step in range(2):
             if step == 1:
                 sim.arm.move_to(sim.arm.home + [0.3, 0.2, 0, 0, 0, 0, 0, 0, 0])

@@ -24,6 +24,7 @@ import pybullet_data
 from ..reasoning import ROBOT_NAME
 from .scene import SceneObject, object_files
 from .sim import BinPickingSim
+from .vision.rendering import spelled
 
 ROBOT, STATIC, OBJECT = "robot", "static", "object"
 WORLD_FRAME = "world"
@@ -247,6 +248,8 @@ class Entities:
         position, orientation = self.to_world(frame_id, position, orientation)
         self._files += 1
         urdf = Path(self._folder.name) / f"{self._files:04d}_{name}.urdf"
+        for mesh in root.iter("mesh"):  # meshes of their own, whatever their scale (EGL: see spelled)
+            mesh.set("filename", spelled(mesh.get("filename"), ("spawn", str(urdf))))
         urdf.write_text(ElementTree.tostring(root, encoding="unicode"))
         try:
             body = self.client.loadURDF(str(urdf), position.tolist(), orientation.tolist())

@@ -16,6 +16,7 @@ import numpy as np
 import pybullet_data
 
 from .bin_geometry import bin_boxes
+from .vision.rendering import spelled
 from ..config import BinConfig, SceneConfig
 from ..picking.policy import obj_vertices
 from .world import World, connect
@@ -183,8 +184,8 @@ class BinScene:
     def _load_object(self, index: int, position) -> SceneObject:
         c = self.world.client
         yaw_pitch_roll = self.world.rng.uniform(-np.pi, np.pi, size=3)
-        body = c.loadURDF(str(self.object_urdf), list(position), c.getQuaternionFromEuler(yaw_pitch_roll),
-                          globalScaling=self.object_scale)
+        body = c.loadURDF(spelled(self.object_urdf, ("scale", self.object_scale)), list(position),  # EGL: see spelled
+                          c.getQuaternionFromEuler(yaw_pitch_roll), globalScaling=self.object_scale)
         c.changeDynamics(body, -1, mass=OBJECT_MASS)
         return SceneObject(index, body, self.object_urdf, self.object_scale)
 

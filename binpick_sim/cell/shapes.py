@@ -7,6 +7,7 @@ picker sees the same object either way.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -35,7 +36,8 @@ class Geometry:
             return cls(kind, (2 * dims[0],) * 3)
         if kind == CYLINDER:  # dimensions: length, radius
             return cls(kind, (2 * dims[1], 2 * dims[1], dims[0]))
-        return cls(kind, tuple(dims), shape[4].decode() if kind == MESH else "")
+        # normalised: an object's URDF may be loaded through another spelling of its path (rendering.spelled)
+        return cls(kind, tuple(dims), os.path.normpath(shape[4].decode()) if kind == MESH else "")
 
     def vertices(self) -> np.ndarray:
         """N x 3 points on the surface, in the object's frame, in metres."""

@@ -37,6 +37,10 @@ class BinPickingSim:
                                             for name, c in config.cameras.items()}}
         self.shakers = {b.name: BinShaker(self.world, b, self.scene.ground) for b in self.scene.bins}
         self._meshes: dict = {}
+        if self.world.renderer.name == "egl":
+            # EGL lights the first frame with bodies in it differently from every later one (measured: 5 % of
+            # a 640x480 frame's pixels, up to 38 levels); a frame of one pixel takes that turn
+            self.world.client.getCameraImage(1, 1, renderer=self.world.renderer.flag)
 
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
         """New episode: arm home, pick bin refilled. The same seed gives the same episode."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, ConfigError, check_bounds
-from .rendering import egl_problem
+from .rendering import upsampling_problem
 from ..world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
@@ -75,10 +75,9 @@ class Camera:
         config = dataclasses.replace(self.config, **changes)  # its own checks: fov, near < far, ...
         check_bounds(config, "camera.")
         self._parent(config.parent)
-        if self.world.renderer.name == "egl":
-            problem = egl_problem([(config.width, config.height)])
-            if problem:
-                raise ConfigError(problem)
+        problem = upsampling_problem(self.world.renderer.name, [(config.width, config.height)])
+        if problem:
+            raise ConfigError(problem)
         return config
 
     def reconfigure(self, **changes) -> CameraConfig:

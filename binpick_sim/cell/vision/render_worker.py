@@ -1,12 +1,17 @@
 """Rendering in a process of its own, from a mirror of the scene, so that frames do not stall physics.
 
 The physics thread only copies what the picture depends on (`capture`: every arm's joint positions,
-the bins' poses (a shaken bin moves), each object's URDF, scale and pose, the camera's config, the sim time), well under a millisecond, and sends
-it to the worker; the worker keeps a copy of the cell (ground, bins, arm: built from the same scene file),
-brings it to that state (objects added, moved or removed by name), renders with the same renderer and
-sends the images back, stamped with the sim time of the state they show. The physics thread collects a
-finished frame when it next looks (`poll`) and publishes it. While the worker renders, new frames are
-not asked for: a slow renderer lowers the frame rate, not the physics rate.
+the bins' poses (a shaken bin moves), each object's URDF, scale and pose, the camera's config, the sim
+time), well under a millisecond, and sends it to the worker; the worker keeps a copy of the cell
+(ground, bins, arm: built from the same scene file), brings it to that state (objects added, moved or
+removed by name), renders with the same renderer and sends the images back, stamped with the sim time
+of the state they show. The physics thread collects a finished frame when it next looks (`poll`) and
+publishes it. While the worker renders, new frames are not asked for: a slow renderer lowers the frame
+rate, not the physics rate.
+
+The reasoner's `visible` / `occluding` are answered by a worker of their own (`VisibilityRequest`): the
+same mirror, masks drawn by the scene file's renderer (visibility.py), which the live process cannot
+do when that renderer is `egl` and the live world already holds the process's one EGL client.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, Config, config_from_dict, config_to_dict
+from .rendering import spelled
+from .visibility import View, object_visibility
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,24 @@ class RenderedFrame:
     k: np.ndarray  # the intrinsics of the camera as it was for this frame
 
 
+@dataclass(frozen=True)
+class VisibilityRequest:
+    """visible / occluding of `objects` (names) in the captured `state`, seen from `view`; `arm_names`:
+    what the answers call each arm (the scene's order)."""
+
+    state: SceneState
+    view: View
+    objects: tuple[str, ...]
+    arm_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VisibilityAnswer:
+    stamp: float
+    objects: dict[str, dict]  # visibility.object_visibility's answer
+    renderer: str  # what drew the masks (rendering.Renderer.describe), as the worker's world has it
+
+
 def capture(sim, camera, segmentation: bool) -> SceneState:
     """The state of the live world a frame of `camera` depends on (physics thread)."""
     c = sim.world.client
@@ -54,7 +79,8 @@ def capture(sim, camera, segmentation: bool) -> SceneState:
 
 
 class RenderWorker:
-    """One worker process rendering one camera of the cell described by `config` with `renderer`."""
+    """One worker process rendering the cell described by `config` with `renderer`: one camera's frames
+    (`SceneState` requests) or the reasoner's masks (`VisibilityRequest`)."""
 
     def __init__(self, config: Config, renderer: str):
         context = multiprocessing.get_context("spawn")  # never fork a process with DDS threads
@@ -67,11 +93,14 @@ class RenderWorker:
         child.close()
         self.busy = False
 
-    def request(self, state: SceneState) -> None:
-        self.connection.send(state)
+    def request(self, state: SceneState | VisibilityRequest) -> None:
+        try:
+            self.connection.send(state)
+        except OSError:  # the worker is gone (e.g. it could not start): poll says why, or that it stopped
+            pass
         self.busy = True
 
-    def poll(self) -> RenderedFrame | None:
+    def poll(self) -> RenderedFrame | VisibilityAnswer | None:
         """The finished frame, if the worker has one; raises RuntimeError if the worker is gone."""
         if not self.busy or not self.connection.poll():
             return None
@@ -84,7 +113,7 @@ class RenderWorker:
             raise RuntimeError(f"the render worker failed: {reply}")
         return reply
 
-    def wait(self, timeout: float) -> RenderedFrame | None:
+    def wait(self, timeout: float) -> RenderedFrame | VisibilityAnswer | None:
         """Block until the frame asked for is done (or `timeout` seconds pass)."""
         if self.busy and self.connection.poll(timeout):
             return self.poll()
@@ -111,7 +140,11 @@ def _serve(connection, data: dict, parent: int) -> None:
     from .labels import ROBOT, relabel
     from ..sim import BinPickingSim
 
-    sim = BinPickingSim(config_from_dict(data))
+    try:
+        sim = BinPickingSim(config_from_dict(data))
+    except Exception as exc:  # e.g. the renderer cannot start here: the first request hears why
+        connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        return
     c, camera, bodies = sim.world.client, sim.camera, {}  # object name -> (body, urdf, scale)
     try:
         while True:
@@ -122,6 +155,9 @@ def _serve(connection, data: dict, parent: int) -> None:
             if state is None or os.getppid() != parent:
                 return
             try:
+                if isinstance(state, VisibilityRequest):
+                    connection.send(_visibility(sim, bodies, state))
+                    continue
                 _mirror(c, sim, bodies, state)
                 if state.camera != camera.config:
                     camera.reconfigure(**{f.name: getattr(state.camera, f.name)
@@ -138,6 +174,17 @@ def _serve(connection, data: dict, parent: int) -> None:
         sim.close()
 
 
+def _visibility(sim, bodies: dict, request: VisibilityRequest) -> VisibilityAnswer:
+    """The request's state mirrored, then its masks drawn and compared (visibility.py)."""
+    _mirror(sim.world.client, sim, bodies, request.state)
+    names = {body: name for name, body in sim.scene.environment_bodies.items()}
+    names.update({arm.body: name for arm, name in zip(sim.arms, request.arm_names)})
+    names.update({body: name for name, (body, *_) in bodies.items()})
+    objects = {name: bodies[name][0] for name in request.objects}
+    answers = object_visibility(sim.world.client, sim.world.renderer.flag, request.view, objects, names)
+    return VisibilityAnswer(request.state.stamp, answers, sim.world.renderer.describe())
+
+
 def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
     """Objects added, moved and removed by name, the arms' joints and the bins' poses, as in `state`."""
     wanted = {name: (urdf, scale, position, orientation)
@@ -145,10 +192,11 @@ def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
     for name in [n for n, (_, urdf, scale) in bodies.items() if n not in wanted or wanted[n][:2] != (urdf, scale)]:
         c.removeBody(bodies.pop(name)[0])
     for name, (urdf, scale, position, orientation) in wanted.items():
-        if name in bodies:
-            c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
-        else:
-            bodies[name] = (c.loadURDF(urdf, position, orientation, globalScaling=scale), urdf, scale)
+        if name not in bodies:
+            bodies[name] = (c.loadURDF(spelled(urdf, ("scale", scale)), globalScaling=scale), urdf, scale)
+        # after loading, not at it: loadURDF places the link frame, while the captured pose is the centre of
+        # mass's (PyBullet's base), which a body with an inertial offset (pybullet_data's duck) has apart
+        c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
     for arm, joints in zip(sim.arms, state.joints):
         for joint, position in enumerate(joints):
             c.resetJointState(arm.body, joint, position)

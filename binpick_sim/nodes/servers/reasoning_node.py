@@ -14,13 +14,15 @@ from std_srvs.srv import Trigger
 
 from ...cell.loop import PhysicsLoop
 from ...reasoning import CameraView, Reasoner
+from ...cell.vision.render_worker import VisibilityAnswer, VisibilityRequest
 from ...cell.sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common.params import declare
 
-MIN_RENDER, MAX_RENDER = 8, 640  # px per side: a query renders once per object, all while the physics waits
-# A visible/occluding query renders (objects + 1) images with TinyRenderer, about 0.1 us a pixel here:
-# at most 5 million pixels in all (about half a second; 16 objects at 640 x 480) while the physics waits.
+MIN_RENDER, MAX_RENDER = 8, 640  # px per side of visible/occluding's masks
+# A visible/occluding query renders at most (objects + 1) masks (objects whose footprints cannot overlap
+# share one) in the reasoner's render worker, while the physics goes on and the caller waits: at most
+# 5 million pixels (16 objects at 640 x 480; seconds with EGL on llvmpipe), well inside the worker's timeout.
 MAX_QUERY_PIXELS = 640 * 480 * 16
 MAX_POSITIONS = 256  # extra points for reachable: about 2 ms of IK each, all while the physics waits
 QUERIES = ("stable", "contact", "visible", "occluding", "reachable", "blocking", "supporting")
@@ -58,15 +60,19 @@ class ReasoningNode(Node):
         declare(self, "positions", Parameter.Type.DOUBLE_ARRAY, "Extra points for reachable, x y z after x y z "
                 f"in world [m] (unset: none; at most {MAX_POSITIONS} points).", check=checked("positions"))
         self.answered, self.failed = 0, 0
-        self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
-                                           values=lambda: {"answered": self.answered, "failed": self.failed})
+        self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=lambda: {
+            "answered": self.answered, "failed": self.failed,
+            "visibility_renderer": self.reasoner.visibility_renderer or "none yet (no visible/occluding query)"})
         for query in QUERIES:
             self.create_service(Trigger, f"reasoning/{query}", self.server(query))
 
     def server(self, query: str):
         def serve(request, response):
             try:
-                answer = self.loop.run(getattr(self, f"answer_{query}"), timeout=60.0)
+                if query in ("visible", "occluding"):  # captured between two steps, drawn while the physics goes on
+                    answer = getattr(self, f"answer_{query}")(self.visibility())
+                else:
+                    answer = self.loop.run(getattr(self, f"answer_{query}"), timeout=60.0)
                 response.success, response.message = True, json.dumps({"stamp": self.sim.world.time, **answer})
                 self.answered += 1
             except (KeyError, ValueError) as exc:  # the question cannot be answered as asked
@@ -97,15 +103,16 @@ class ReasoningNode(Node):
     def answer_supporting(self) -> dict:
         return {"pairs": [list(p) for p in self.reasoner.supporting()], "types": self.reasoner.types()}
 
-    def answer_visible(self) -> dict:
+    def answer_visible(self, seen: VisibilityAnswer) -> dict:
         threshold = self.value("visible_threshold")
-        seen = self.visibility()
-        return {"objects": {n: {"visible": a["ratio"] >= threshold and a["pixels_alone"] > 0, "ratio": a["ratio"],
-                                "pixels": a["pixels"], "pixels_alone": a["pixels_alone"]} for n, a in seen.items()},
-                "threshold": threshold}
+        return {"stamp": seen.stamp, "objects": {
+            n: {"visible": a["ratio"] >= threshold and a["pixels_alone"] > 0, "ratio": a["ratio"],
+                "pixels": a["pixels"], "pixels_alone": a["pixels_alone"]} for n, a in seen.objects.items()},
+                "threshold": threshold, "renderer": seen.renderer}
 
-    def answer_occluding(self) -> dict:
-        return {"objects": {n: a["occluded_by"] for n, a in self.visibility().items()}}
+    def answer_occluding(self, seen: VisibilityAnswer) -> dict:
+        return {"stamp": seen.stamp, "objects": {n: a["occluded_by"] for n, a in seen.objects.items()},
+                "renderer": seen.renderer}
 
     def answer_reachable(self) -> dict:
         link, threshold, top_down = self.value("gripper_link"), self.value("reach_threshold"), self.value("top_down")
@@ -125,7 +132,12 @@ class ReasoningNode(Node):
                                         self.value("arm"))
         return {"objects": answer, "types": self.reasoner.types()}
 
-    def visibility(self) -> dict:
+    def visibility(self) -> VisibilityAnswer:
+        """The live state captured on the physics thread, the masks drawn by the reasoner's render worker
+        (this thread waits; the physics does not)."""
+        return self.reasoner.see(self.loop.run(self.visibility_request, timeout=60.0))
+
+    def visibility_request(self) -> VisibilityRequest:
         if self.value("use_camera_pose"):
             view = self.reasoner.default_view()
         else:
@@ -136,10 +148,10 @@ class ReasoningNode(Node):
         width, height, names = self.value("render_width"), self.value("render_height"), self.names()
         pixels = width * height * (len(names) + 1)  # one render of the scene, one of each object alone
         if pixels > MAX_QUERY_PIXELS:
-            raise ValueError(f"{len(names)} objects at {width}x{height} would render {pixels} pixels while the "
-                             f"physics waits, at most {MAX_QUERY_PIXELS}: lower render_width/render_height or "
+            raise ValueError(f"{len(names)} objects at {width}x{height} could render {pixels} pixels, at most "
+                             f"{MAX_QUERY_PIXELS}: lower render_width/render_height or "
                              "name fewer objects (parameter objects)")
-        return self.reasoner.visibility(view, width, height, names)
+        return self.reasoner.visibility_request(view, width, height, names)
 
     def value(self, name: str):
         try:
