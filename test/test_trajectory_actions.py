@@ -25,7 +25,7 @@ def control_msgs():
 
 def send(client, action, name, goal, timeout=60):
     actions = ActionClient(client.node, action, name)
-    client.spin_until(actions.server_is_ready, 20, name)
+    client.spin_until(actions.server_is_ready, 60, name)
     sent = actions.send_goal_async(goal)
     client.spin_until(sent.done, timeout, "goal answered")
     handle = sent.result()
