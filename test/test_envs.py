@@ -55,11 +55,14 @@ def episode(env_id, backend, actions, **kwargs):
         observations, rewards, infos = [], [], []
         observation, info = env.reset(seed=5)
         observations.append(observation)
-        for action in actions:
+        for k, action in enumerate(actions):
             observation, reward, terminated, truncated, info = env.step(action)
             observations.append(observation)
             rewards.append(reward)
             infos.append(info)
+            if k % 2:  # the objects as a scripted policy sees them, asked after every other step
+                infos[-1] = {**info, "objects": [(v.name, v.position.tolist(), v.orientation.tolist(),
+                                                  v.vertices.tolist()) for v in env.unwrapped.object_views()]}
         observation, info = env.reset(options={"keep_object_type": True})
         observations.append(observation)
         return observations, rewards, infos
@@ -85,6 +88,33 @@ def test_same_seed_and_actions_give_the_same_episode_on_both_backends(env_id, ob
                 assert np.abs(a[key].astype(int) - b[key]).max() <= 1
             else:
                 assert np.array_equal(a[key], b[key]), key
+
+
+def test_the_direct_backend_reads_the_objects_when_asked_as_the_step_left_them():
+    """object_views() is read from the world only when asked (a learning agent never asks), and always
+    shows the world as the last observation saw it: after the next step it is that step's."""
+    env = make("binpick_sim/FrankaDelta-v0", "direct", observation="state")
+    try:
+        env.reset(seed=3)
+        sim = env.unwrapped.backend.sim
+        env.step(np.zeros(5, np.float32))
+        backend_last = env.unwrapped.last
+        assert callable(backend_last.objects)  # nothing read yet
+        views = env.unwrapped.object_views()
+        assert [(v.name, v.position.tolist()) for v in views] == [
+            (v.name, v.position.tolist()) for v in sim.object_views()]
+        assert env.unwrapped.object_views() is views  # read once
+        stale = env.unwrapped.last
+        env.step(np.array([1, 0, 0, 0, 0], np.float32))
+        fresh = stale.objects if not callable(stale.objects) else None
+        assert fresh is views  # what was read stays as it was
+        env.step(np.array([1, 0, 0, 0, 0], np.float32))
+        unread = env.unwrapped.last
+        env.step(np.zeros(5, np.float32))
+        with pytest.raises(RuntimeError, match="before the next step"):
+            unread.object_views()  # an older observation's objects, never read: refused, not made up
+    finally:
+        env.close()
 
 
 def test_reset_is_repeatable_and_keeps_the_object_type_when_asked():

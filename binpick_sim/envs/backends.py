@@ -14,6 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -39,7 +40,15 @@ class Observation:
     stamp: float  # sim time
     rgb: np.ndarray | None = None
     depth: np.ndarray | None = None
-    objects: list[ObjectView] = field(default_factory=list)
+    objects: list[ObjectView] | Callable[[], list[ObjectView]] = field(default_factory=list)
+
+    def object_views(self) -> list[ObjectView]:
+        """The objects as this observation saw them. The direct backend reads them from the world only
+        when first asked (a scripted policy asks; a learning agent never does), so an env step that nobody
+        asks them of costs nothing for them."""
+        if callable(self.objects):
+            self.objects = self.objects()
+        return self.objects
 
 
 class DirectBackend:
@@ -81,7 +90,20 @@ class DirectBackend:
         frame = self.sim.camera.render(segmentation=False) if self.images else None
         return Observation(position, velocity, ee_position, ee_orientation, status, self.sim.world.time,
                            rgb=frame.rgb if frame else None, depth=frame.depth if frame else None,
-                           objects=self.sim.object_views())
+                           objects=self._object_views_now())
+
+    def _object_views_now(self) -> Callable[[], list[ObjectView]]:
+        """What reads the objects later, as they are now: refused once the world has moved on (only the
+        latest observation's objects can be read from the world as it was)."""
+        world, scene = self.sim.world, self.sim.scene
+        seen = (world.step_count, scene.episode)
+
+        def read() -> list[ObjectView]:
+            if (world.step_count, scene.episode) != seen:
+                raise RuntimeError("these objects were not read while the world was as observed: ask "
+                                   "object_views() before the next step or reset")
+            return self.sim.object_views()
+        return read
 
     def close(self) -> None:
         self.sim.close()

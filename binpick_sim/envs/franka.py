@@ -173,7 +173,7 @@ class FrankaEnv(gym.Env):
 
     def object_views(self):
         """Object poses and meshes, as the world/objects markers carry them (for scripted policies)."""
-        return self.last.objects if self.last is not None else []
+        return self.last.object_views() if self.last is not None else []
 
     def close(self) -> None:
         if getattr(self, "_backend", None) is not None:
