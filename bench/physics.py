@@ -20,30 +20,18 @@ WATCHED = {"joint_states": TOPICS["joint_states"], "arm/ee_pose": TOPICS["arm/ee
            "arm/left_finger/wrench": WrenchStamped, "arm/right_finger/wrench": WrenchStamped}
 
 
-def raw_steps_per_second(seconds: float = SECONDS) -> float:
-    """stepSimulation in a tight loop on the same scene (cell, arm holding home, settled objects)."""
+def raw_steps_per_second(seconds: float = SECONDS, clock=time.perf_counter) -> float:
+    """stepSimulation in a tight loop on the same scene (cell, arm holding home, settled objects), per
+    second of `clock`: wall time, or (time.process_time) this process's CPU time, which other processes
+    on the machine barely move."""
     sim = direct_sim()
     try:
-        step, count, start = sim.world.client.stepSimulation, 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
+        step, count, start = sim.world.client.stepSimulation, 0, clock()
+        while clock() - start < seconds:
             for _ in range(100):
                 step()
             count += 100
-        return count / (time.perf_counter() - start)
-    finally:
-        sim.close()
-
-
-def raw_steps_per_cpu_second(seconds: float = SECONDS / 2) -> float:
-    """The same per second of this process's CPU time, which other processes on the machine barely move."""
-    sim = direct_sim()
-    try:
-        step, count, start = sim.world.client.stepSimulation, 0, time.process_time()
-        while time.process_time() - start < seconds:
-            for _ in range(100):
-                step()
-            count += 100
-        return count / (time.process_time() - start)
+        return count / (clock() - start)
     finally:
         sim.close()
 
@@ -70,7 +58,7 @@ def process_cpu(pid: int) -> float:
 def measure() -> list[Figure]:
     raw = raw_steps_per_second()
     node, node_cpu = node_steps_per_second()
-    raw_cpu = raw_steps_per_cpu_second()
+    raw_cpu = raw_steps_per_second(SECONDS / 2, clock=time.process_time)
     return [Figure("physics", "world node loop, all publishers on", node, "steps/s", raw,
                    "realtime_factor 0, camera off"),
             Figure("physics", "world node loop, all publishers on, per CPU second of the sim process", node_cpu,
