@@ -25,8 +25,8 @@ from .world import World
 
 MAX_LAG = 0.25  # wall seconds the loop may fall behind before it stops trying to catch up
 # Lock-step requests are taken this many physics steps per call of World.step (no periodic work runs
-# between them, so nothing needs the loop in between): the per-step bookkeeping of the loop was a tenth
-# of the ROS path's overhead per env step. Work handed over (a cancel, a stop) still waits at most one batch.
+# between them, so nothing needs the loop in between): the loop's own bookkeeping, a few microseconds a
+# step, is paid once per batch. Work handed over (a cancel, a stop) still waits at most one batch.
 LOCKSTEP_BATCH = 32
 HOLD_WAIT = 0.1  # s: longest wait for work before the loop looks at its stop flag again
 SERVE_PERIOD = 0.02  # s of wall time between two looks for requests while a long lock-step request runs

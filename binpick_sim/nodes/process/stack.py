@@ -2,7 +2,8 @@
 client, the way a component container would hold them.
 
 Threads: the physics thread (loop.py) steps and publishes; one executor thread serves every short
-callback (commands, lock-step requests, resets, parameters) on rclpy's EventsExecutor by default;
+callback (commands, resets, parameters) on rclpy's EventsExecutor by default, except in lock-step,
+where the physics thread, idle between requests anyway, serves them itself (no hand-off per request);
 callbacks that block for long (the control_msgs action servers, which follow a goal to its end, and
 the reasoning services) run on a separate thread pool, so they never hold the short ones up. A
 4-thread MultiThreadedExecutor for everything, as before, cost about 4x the CPU per lock-step step
