@@ -367,20 +367,21 @@ class FrankaArm:
         target = self.solver.bound(target)
         self.delta_clipped = target is not asked and target.tolist() != asked.tolist()  # counted by the arm node
         yaw = float(self.world.client.getEulerFromQuaternion(state[5])[2]) + delta[3]  # as ee_yaw()
-        q = self.ik(target, yaw)
+        q = self.ik(target, yaw, bounded=True)
         if delta[4] != 0:
             self.gripper_open = bool(delta[4] > 0)
         q[7:] = self.config.gripper_open if self.gripper_open else self.limits.lower[7:]
         return self.limits.clip_position(q)
 
-    def ik(self, position, yaw: float) -> np.ndarray:
-        """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets."""
+    def ik(self, position, yaw: float, bounded: bool = False) -> np.ndarray:
+        """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets.
+        `bounded`: `position` came from `self.solver.bound` already."""
         orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
         targets = self.position_targets
         held = self._held  # as self.targets is not None, without its copy
         if held and not (self.solver.posture or self.solver.rounds):
             # One pass, nothing to refine or measure: on this arm, from where it stands (PandaIK.pass_on)
-            q = self.solver.pass_on(self.world.client, self.body, position, orientation)
+            q = self.solver.pass_on(self.world.client, self.body, position, orientation, bounded)
             q[7:] = targets[7:]
             return q
         start = self.joint_positions()

@@ -118,13 +118,15 @@ class PandaIK:
             q, error = self._answer(self._refine(link, pose), start, asked, link)
         return q, error
 
-    def pass_on(self, client, body: int, position, orientation) -> np.ndarray:
+    def pass_on(self, client, body: int, position, orientation, bounded: bool = False) -> np.ndarray:
         """One refinement pass toward the grasp target's `position` and `orientation` on a live arm (its
         `client` and `body`), from that arm's own joints, clipped to the joint limits; fingers as
         PyBullet leaves them (replace them). What `solve(start, ..., measure=False)` answers without a
         posture pass or refinement, `start` being the arm's joints: the fingers do not move the grasp
-        target, so the arm joints come out the same, without a copy to set first (panda-gym's way)."""
-        pose = [self.bound(position).tolist(), _unit_quaternion(orientation)]
+        target, so the arm joints come out the same, without a copy to set first (panda-gym's way).
+        `bounded`: the caller has put `position` through `bound` already (a delta step does, to see
+        whether it clipped), so it is not checked twice."""
+        pose = [(position if bounded else self.bound(position)).tolist(), _unit_quaternion(orientation)]
         q = client.calculateInverseKinematics(body, self.link, *pose, jointDamping=self._damping,
                                               maxNumIterations=self.iterations, residualThreshold=TOLERANCE)
         return clip(np.array(q[:9]), self.lower, self.upper)
@@ -159,10 +161,13 @@ class PandaIK:
 
 
 def _unit_quaternion(orientation) -> list[float]:
-    q = np.asarray(orientation, dtype=float)
-    values = q.tolist() if q.shape == (4,) else []
+    if type(orientation) is tuple and len(orientation) == 4 and all(type(v) is float for v in orientation):
+        values = list(orientation)  # PyBullet's own quaternions (a delta step's): no array to make
+    else:
+        q = np.asarray(orientation, dtype=float)
+        values = q.tolist() if q.shape == (4,) else []
     norm = math.hypot(*values) if len(values) == 4 and all(map(math.isfinite, values)) else 0.0
     if not norm > 1e-9:
         raise ValueError(f"an IK orientation needs a quaternion x y z w of finite numbers, not all zero, "
-                         f"got {q.tolist()}")
+                         f"got {np.asarray(orientation, dtype=float).tolist()}")
     return [v / norm for v in values]
