@@ -102,8 +102,9 @@ class SceneObject:
     scale: float
     label: str = ""  # a spawned object's own name (the bin's objects are object_k)
     spawn_pose: tuple | None = None  # a spawned object's initial (position, xyzw) of its link frame
-    # its shapes.visual_frames, kept once read (fixed while the body lives)
+    # its shapes.visual_frames and first visual shape's Geometry, kept once read (fixed while it lives)
     visual_frames: tuple | None = field(default=None, compare=False, repr=False)
+    geometry: object | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -75,11 +75,6 @@ def visual_frames(client, body: int) -> tuple[tuple, tuple]:
     return client.invertTransform(*inertial), (shape[5], shape[6])
 
 
-def shape_vertices(shape) -> np.ndarray:
-    """Vertices of a body's first visual shape (a row of getVisualShapeData)."""
-    return Geometry.from_visual_shape(shape).vertices()
-
-
 @lru_cache(maxsize=64)
 def cached_vertices(geometry: Geometry) -> np.ndarray:
     """`geometry.vertices()`, computed once per geometry (a mesh file is read once) and shared, so read-only."""

@@ -9,8 +9,8 @@ from .bin_shake import BinShaker
 from .vision.camera import Camera
 from ..config import Config
 from ..picking.policy import ObjectView
-from .shapes import shape_vertices, visual_frames, visual_pose
-from .scene import BinScene
+from .shapes import Geometry, visual_frames, visual_pose
+from .scene import BinScene, SceneObject
 from .world import World
 
 
@@ -89,25 +89,37 @@ class BinPickingSim:
 
     def object_views(self) -> list[ObjectView]:
         """Every object's pose and scaled mesh, as the world/objects markers describe them."""
+        return [ObjectView(obj.name, np.array(position), np.array(orientation), self._vertices(obj))
+                for obj, position, orientation in self.object_poses()]
+
+    def object_poses(self) -> list[tuple[SceneObject, tuple, tuple]]:
+        """(object, position, xyzw) of every object's first visual shape in the world, as the views and
+        the markers place it; the frames that never change are read once and kept on its record."""
         c = self.world.client
-        views = []
+        poses = []
         for obj in self.scene.objects:
             if obj.visual_frames is None:
                 obj.visual_frames = visual_frames(c, obj.body)
-            position, orientation = visual_pose(c, obj.body, obj.visual_frames)
-            views.append(ObjectView(obj.name, np.array(position), np.array(orientation), self._vertices(obj)))
-        return views
+            poses.append((obj, *visual_pose(c, obj.body, obj.visual_frames)))
+        return poses
+
+    def object_geometry(self, obj: SceneObject) -> Geometry:
+        """An object's first visual shape as a Geometry, read once and kept on its record (a new object,
+        even under an old name or body id, is a new record)."""
+        if obj.geometry is None:
+            obj.geometry = Geometry.from_visual_shape(self.world.client.getVisualShapeData(obj.body)[0])
+        return obj.geometry
 
     def _vertices(self, obj) -> np.ndarray:
         """An object's scaled visual vertices. A bin object's are read once per object type and size (they
         never change while it lives; shared between views, so read-only); a spawned object's, whatever
-        URDF it came from, from its visual shape each time."""
+        URDF it came from, from its geometry each time."""
         if obj.spawned:
-            return shape_vertices(self.world.client.getVisualShapeData(obj.body)[0])
+            return self.object_geometry(obj).vertices()
         key = (obj.urdf, obj.scale)
         vertices = self._meshes.get(key)
         if vertices is None:
-            vertices = shape_vertices(self.world.client.getVisualShapeData(obj.body)[0])
+            vertices = self.object_geometry(obj).vertices()
             vertices.flags.writeable = False
             self._meshes = {key: vertices}  # one object type per episode: keep only the latest
         return vertices

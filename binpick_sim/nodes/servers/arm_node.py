@@ -78,7 +78,14 @@ class ArmNode(Node):
                        check=lambda v: None if v in CONTROLLER_TYPES else f"needs one of {', '.join(CONTROLLER_TYPES)}")
         self.torque_controller = None if kind == "none" else loop.run(make_controller, self.arm, kind,
                                                                       sim.config.controller.options)
+        # kind -> (topic, apply on the physics thread, clip to count, values expected)
+        self.commands = {
+            "position": (POSITION_TOPIC, self.apply_position, self.arm.limits.clip_position, len(JOINT_NAMES)),
+            "velocity": (VELOCITY_TOPIC, self.apply_velocity, self.arm.limits.clip_velocity, len(JOINT_NAMES)),
+            "delta": (DELTA_TOPIC, self.apply_delta, None, 5)}
         if self.torque_controller is not None:
+            self.commands["controller"] = (CONTROLLER_TOPIC, self.apply_controller, None,
+                                           self.torque_controller.control_dim)
             self.create_subscription(Float64MultiArray, CONTROLLER_TOPIC, self.on_controller, 10)
         self.commands_received = 0
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -94,13 +101,13 @@ class ArmNode(Node):
 
     # --- commands (executor threads) ----------------------------------------------------------
     def on_position(self, msg: Float64MultiArray) -> None:
-        self.command(POSITION_TOPIC, msg, self.apply_position, self.arm.limits.clip_position)
+        self.take(self.prepared("position", msg.data))
 
     def on_velocity(self, msg: Float64MultiArray) -> None:
-        self.command(VELOCITY_TOPIC, msg, self.apply_velocity, self.arm.limits.clip_velocity)
+        self.take(self.prepared("velocity", msg.data))
 
     def on_delta(self, msg: Float64MultiArray) -> None:
-        self.command(DELTA_TOPIC, msg, self.apply_delta, None, length=5)
+        self.take(self.prepared("delta", msg.data))
 
     def refused(self, interface: str) -> bool:
         """Whether the arm belongs to someone else; counted and logged as a rejection if so."""
@@ -108,15 +115,17 @@ class ArmNode(Node):
             self.diagnostics.reject(interface, f"{self.owner} drives the arm")
         return self.owner is not None
 
-    def command(self, topic: str, msg, apply, clip, length: int = len(JOINT_NAMES)) -> None:
-        values = self.checked(topic, msg.data, clip, length)
-        if values is not None:
-            self.loop.call(apply, values)
+    def take(self, apply: Callable[[], None] | None) -> None:
+        """A command message taken: applied on the physics thread unless refused, counted either way."""
+        if apply is not None:
+            self.loop.call(apply)
         self.count_received()
 
-    def checked(self, topic: str, data, clip, length: int) -> np.ndarray | None:
-        """The command's values if the arm takes them (a clip counted), None if it is refused (logged and
-        counted on /diagnostics under `topic`)."""
+    def prepared(self, kind: str, data) -> Callable[[], None] | None:
+        """A `position`, `velocity`, `delta` or `controller` command checked as on its topic (rejections
+        logged and counted on /diagnostics, clips counted), as one call for the physics thread; None if
+        refused. task/step hands it over together with its steps, in one hand-off."""
+        topic, apply, clip, length = self.commands[kind]
         if self.refused(topic):
             return None
         try:
@@ -126,20 +135,10 @@ class ArmNode(Node):
             return None
         if clip is not None and not np.array_equal(clip(values), values):
             self.diagnostics.clip(topic, "targets outside the joint limits were")
-        return values
-
-    def prepared(self, kind: str, data) -> Callable[[], None] | None:
-        """A `position`, `velocity` or `delta` command checked as on its topic, as one call for the physics
-        thread (None if refused): task/step hands it over together with its steps, in one hand-off."""
-        topic, apply, clip, length = {
-            "position": (POSITION_TOPIC, self.apply_position, self.arm.limits.clip_position, len(JOINT_NAMES)),
-            "velocity": (VELOCITY_TOPIC, self.apply_velocity, self.arm.limits.clip_velocity, len(JOINT_NAMES)),
-            "delta": (DELTA_TOPIC, self.apply_delta, None, 5)}[kind]
-        values = self.checked(topic, data, clip, length)
-        return None if values is None else functools.partial(apply, values)
+        return functools.partial(apply, values)
 
     def on_controller(self, msg: Float64MultiArray) -> None:
-        self.command(CONTROLLER_TOPIC, msg, self.apply_controller, None, length=self.torque_controller.control_dim)
+        self.take(self.prepared("controller", msg.data))
 
     def apply_controller(self, action) -> None:
         """Engage the configured controller (if a fixed-topic command had taken over) and give it the action."""

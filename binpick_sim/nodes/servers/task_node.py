@@ -18,7 +18,6 @@ import json
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
 
-from ...cell import shapes
 from ...cell.loop import PhysicsLoop
 from ...cell.sim import BinPickingSim
 from ...picking.task import PickTask
@@ -43,8 +42,6 @@ class TaskNode(Node):
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
         self.sequence = 0
-        self._shapes: dict[int, tuple] = {}  # id(object) -> (object, [kind, size, mesh]), this episode's
-        self._shapes_of = self.episode
         self.request: tuple[float, bool] | None = None  # (id, command taken) of the step being answered
         self.publisher = self.create_publisher(String, "task/status", 10)
         self.observation_publisher = self.create_publisher(String, OBSERVATION_TOPIC, 10)
@@ -102,21 +99,13 @@ class TaskNode(Node):
 
     def observation(self) -> dict:
         """What the gym env observes, as plain numbers (JSON keeps every float exactly)."""
-        arm, c = self.sim.arm, self.sim.world.client
+        arm = self.sim.arm
         position, velocity, _ = arm.joint_states()
         ee_position, ee_orientation = arm.ee_pose()
         objects = []
-        if self._shapes_of != self.episode:  # an object keeps its shape while it lives: read it once
-            self._shapes, self._shapes_of = {}, self.episode
-        for obj in self.sim.scene.objects:  # as BinPickingSim.object_views places and shapes them
-            place, turn = shapes.visual_pose(c, obj.body)
-            _, shape = self._shapes.get(id(obj), (None, None))
-            if shape is None:  # by the object's record (held, so its id stays its own): a body id and
-                # a name can both come back for another shape after a delete and a spawn
-                geometry = shapes.Geometry.from_visual_shape(c.getVisualShapeData(obj.body)[0])
-                shape = [geometry.kind, list(geometry.size), geometry.mesh]
-                self._shapes[id(obj)] = (obj, shape)
-            objects.append([obj.name, list(place), list(turn), *shape])
+        for obj, place, turn in self.sim.object_poses():  # as BinPickingSim.object_views places and shapes them
+            geometry = self.sim.object_geometry(obj)
+            objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
         return {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
                 "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
                 "objects": objects}

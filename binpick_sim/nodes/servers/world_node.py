@@ -13,7 +13,7 @@ from ...cell.bin_shake import MAX_AMPLITUDE, MAX_DURATION, MAX_FREQUENCY
 from ...config import load_config
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
-from ...cell.shapes import Geometry, visual_pose
+from ...cell.shapes import Geometry
 from ...cell.vision.rendering import RENDERERS
 from ...cell.sim import BinPickingSim
 from ..common import convert
@@ -136,9 +136,8 @@ class WorldNode(Node):
         c = self.sim.world.client
         now = self.sim.world.time
         markers = [Marker(header=convert.header(now), action=Marker.DELETEALL, ns="objects")]
-        for obj in self.sim.scene.objects:
-            position, orientation = visual_pose(c, obj.body)
-            shape = c.getVisualShapeData(obj.body)[0]
+        for obj, position, orientation in self.sim.object_poses():
+            shape = c.getVisualShapeData(obj.body)[0]  # its colour (and shape) as PyBullet has it now
             geometry = Geometry.from_visual_shape(shape)
             marker = Marker(header=convert.header(now), ns="objects", id=obj.index,
                             type=convert.MARKER_TYPES[geometry.kind], action=Marker.ADD, text=obj.name,
