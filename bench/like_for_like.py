@@ -1,9 +1,10 @@
 """The in-process gym against its closest peer, like for like, and what the env adds to physics.
 
 Every env here runs random actions with state observations, all in this one process, taking turns
-in blocks of BLOCK steps, so that the machine's load falls on each alike. Each env's stepping (its
-loop of `stepSimulation` calls: `World.step`, panda-gym's `PyBullet.step`) is timed, and its IK
-client's `calculateInverseKinematics`, which gives, from the same steps:
+in blocks of BLOCK steps (OVERHEAD_BLOCK for the env overhead figures), so that the machine's load
+falls on each alike. Each env's stepping (its loop of `stepSimulation` calls: `World.step`,
+panda-gym's `PyBullet.step`) is timed, and (but in the env overhead runs) its IK client's
+`calculateInverseKinematics`, which gives, from the same steps:
 
 - env steps/s, and the steps/s its own stepping alone would allow ("raw stepping of the same world",
   same motions): their ratio is what the env, the task and the arm leave of it;
@@ -15,7 +16,7 @@ Figures:
   beside panda-gym's PandaPickAndPlace-v3 (the raw column holds panda-gym's figure; absent when it is
   not installed: `make bench` installs requirements-bench.txt), and the two envs' own work per step;
 - the three envs on the default scene and on the one-object scene, against their own physics (the
-  env overhead: 1 - ratio);
+  env overhead: 1 - ratio), each in runs of its own (longer turns, IK untimed: see OVERHEAD_BLOCK);
 - what the default scene costs on top: the one-object scene with one of its features added back at a
   time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
   object instead of the box), and what the object costs (taken out), in env steps/s and us per physics
@@ -44,6 +45,12 @@ from .figures import Figure
 clock = time.process_time
 STEPS = 200  # env steps per env
 BLOCK = 10  # env steps per turn
+# The env overhead figures: each env as an RL user runs it, its IK untimed (the timer's cost would be
+# booked as the env's own work) and in turns long enough that what each turn finds cold (some twenty
+# worlds take turns here) costs its steps little. Both are measured: the one-object delta env's own work
+# in these turns beside its own work in the like-for-like turns.
+OVERHEAD_STEPS = 400
+OVERHEAD_BLOCK = 50
 ONE_OBJECT = share_dir() / "config" / "scene_one_object.yaml"
 PEER_ID = "PandaPickAndPlace-v3"
 PEER_VERSION = "3.0.7"
@@ -144,11 +151,11 @@ class Timed:
         return 1e6 * self.ik_time / self.steps
 
 
-def binpick(name: str, scene) -> Timed:
+def binpick(name: str, scene, time_ik: bool = True) -> Timed:
     env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
     env.reset(seed=0)
     sim = env.unwrapped.backend.sim
-    return Timed(env, sim.world, lambda n=1: n, (sim.world.client, sim.arm.solver.client))
+    return Timed(env, sim.world, lambda n=1: n, (sim.world.client, sim.arm.solver.client) if time_ik else ())
 
 
 def peer() -> Timed:
@@ -185,12 +192,15 @@ def variant_scene(folder: Path, changes: dict) -> Path:
 
 def measure() -> list[Figure]:
     scenes = {"default scene": default_config(), "one-object scene": ONE_OBJECT}
-    runs: dict[str, Timed] = {}
+    runs: dict[str, Timed] = {}  # like for like, its IK timed, and the variants
     if peer_available():
         runs["peer"] = peer()
+    runs["like"] = like = binpick("FrankaDelta-v0", ONE_OBJECT)
+    default_delta = runs["default"] = binpick("FrankaDelta-v0", default_config())
+    overheads: dict[str, Timed] = {}  # every env on both scenes as a user runs it (OVERHEAD_BLOCK)
     for scene, path in scenes.items():
         for name in ENVS:
-            runs[f"{name}, {scene}"] = binpick(name, path)
+            overheads[f"{name}, {scene}"] = binpick(name, path, time_ik=False)
     with tempfile.TemporaryDirectory() as folder:
         for variant, changes in VARIANTS.items():
             runs[variant] = binpick("FrankaDelta-v0", variant_scene(Path(folder), changes))
@@ -198,10 +208,12 @@ def measure() -> list[Figure]:
         for _ in range(STEPS // BLOCK):
             for run in runs.values():
                 run.run(BLOCK)
-        like = runs["FrankaDelta-v0, one-object scene"]
+        for _ in range(OVERHEAD_STEPS // OVERHEAD_BLOCK):
+            for run in overheads.values():
+                run.run(OVERHEAD_BLOCK)
         at_rest = worlds_at_rest(like, runs.get("peer"))
     finally:
-        for run in runs.values():
+        for run in [*runs.values(), *overheads.values()]:
             run.env.close()
 
     steps = {scene: load_config(path).task.steps_per_action for scene, path in scenes.items()}
@@ -223,10 +235,14 @@ def measure() -> list[Figure]:
                               note="panda-gym not installed: pip install -r requirements-bench.txt"))
     for scene in scenes:
         for name in ENVS:
-            run = runs[f"{name}, {scene}"]
+            run = overheads[f"{name}, {scene}"]
             figures.append(Figure(GROUP, f"{name} direct, state, {scene}", run.rate, "steps/s", run.physics_rate,
-                                  f"raw: its own stepping, {steps[scene]} stepSimulation calls"))
-    default_delta = runs["FrankaDelta-v0, default scene"]
+                                  f"raw: its own stepping, {steps[scene]} stepSimulation calls; "
+                                  f"turns of {OVERHEAD_BLOCK} steps, IK untimed"))
+    steady = overheads["FrankaDelta-v0, one-object scene"]
+    figures.append(Figure(GROUP, f"FrankaDelta-v0 one-object scene, own work per env step, in turns of "
+                          f"{OVERHEAD_BLOCK} steps, IK untimed", steady.own_us, "us", like.own_us,
+                          f"raw: the same env's in turns of {BLOCK} steps, IK timed (the figures above)"))
     figures += [Figure(GROUP, "FrankaDelta-v0 default scene, own work per env step (all but its stepping)",
                        default_delta.own_us, "us"),
                 Figure(GROUP, "  of it PyBullet's IK calls", default_delta.ik_us, "us")]

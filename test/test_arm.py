@@ -68,6 +68,30 @@ def test_a_far_position_target_moves_no_joint_faster_than_its_limit(sim, before)
     assert 0.9 < fastest < 1.05
 
 
+
+def test_the_motor_state_reports_the_last_command_whatever_came_before(sim):
+    """targets / velocity_targets / the reported effort follow each command: torques are reported while
+    they drive the joints and never after a position command; a position command reports no velocity
+    targets (and that report cannot be written into), a velocity command reports its own."""
+    arm = sim.arm
+    arm.release_motors()
+    arm.command_torques(arm.gravity_torques(arm.joint_states()[0]))
+    sim.world.step()
+    sent = arm.torque_commands.copy()
+    assert np.all(np.isfinite(sent)) and np.array_equal(arm.joint_states()[2], sent)
+    arm.set_position_targets(arm.home)
+    sim.world.step()
+    assert np.all(np.isnan(arm.torque_commands))
+    assert not np.array_equal(arm.joint_states()[2], sent)  # the motors' efforts again
+    np.testing.assert_array_equal(arm.targets, arm.home)
+    assert np.all(np.isnan(arm.velocity_targets))
+    with pytest.raises(ValueError):
+        arm.velocity_targets[0] = 1.0
+    arm.set_velocity_targets([0.1] + [0.0] * 8)
+    assert arm.targets is None and arm.velocity_targets[0] == pytest.approx(0.1)
+    arm.set_position_targets(arm.home)
+    assert np.all(np.isnan(arm.velocity_targets)) and np.all(np.isnan(arm.torque_commands))
+
 @pytest.mark.parametrize("delta", [[0.05, 0, 0], [0, 0.04, 0], [0, 0, 0.06], [-0.03, -0.03, 0.02]])
 def test_delta_action_moves_the_gripper_by_the_commanded_amount(sim, delta):
     """Tolerance: 3 mm, and the gripper stays top-down."""

@@ -286,7 +286,6 @@ class FrankaArm:
         c = self.world.client
         # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
         position_list = np.asarray(positions, dtype=float).tolist()
-        velocity_list = np.asarray(velocities, dtype=float).tolist()
         # every joint on a position target (`targets` is not None): NaN is the only non-finite one can have
         self._held = not any(map(math.isnan, position_list))
         if all(self._clamped) and all(map(math.isfinite, position_list)):
@@ -294,16 +293,18 @@ class FrankaArm:
             c.setJointMotorControlArray(self.body, self.joints, c.POSITION_CONTROL, targetPositions=position_list,
                                         forces=self._motor_forces)
         elif not any(map(math.isfinite, position_list)):  # every joint on a velocity target: one call
-            c.setJointMotorControlArray(self.body, self.joints, c.VELOCITY_CONTROL, targetVelocities=velocity_list,
+            c.setJointMotorControlArray(self.body, self.joints, c.VELOCITY_CONTROL,
+                                        targetVelocities=np.asarray(velocities, dtype=float).tolist(),
                                         forces=self._motor_forces)
             self._clamped[:] = [False] * len(self.joints)  # a velocity command lifts the clamp
         else:
-            self._command_each(position_list, velocity_list)
-        self.torque_commands[:] = np.nan
-        self._torqued = False
+            self._command_each(position_list, np.asarray(velocities, dtype=float).tolist())
+        if self._torqued:  # (otherwise torque_commands are all NaN already)
+            self.torque_commands[:] = np.nan
+            self._torqued = False
         self.position_targets = np.array(positions, dtype=float)
         if velocities is _NO_TARGETS:  # set_position_targets: no joint on a velocity target
-            self.velocity_targets = _NO_TARGETS.copy()
+            self.velocity_targets = _NO_TARGETS  # shared and read-only: readers copy it (arm node, reasoner)
         else:
             self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
 

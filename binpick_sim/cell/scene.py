@@ -53,6 +53,8 @@ class Bin:
         # a product with the identity adds only zeros, so frame changes skip it and give the same numbers.
         self.unrotated = bool(np.array_equal(self.rotation, np.eye(3)))
         self._origin = self.position.tolist()
+        length, width, height = config.size
+        self._extent = (length / 2, width / 2, 2 * height)  # what `contains` compares with
         boxes = self.boxes()
         kwargs = dict(shapeTypes=[c.GEOM_BOX] * len(boxes), halfExtents=[b[0] for b in boxes])
         collision = c.createCollisionShapeArray(collisionFramePositions=[b[1] for b in boxes], **kwargs)
@@ -81,11 +83,12 @@ class Bin:
     def contains(self, point) -> bool:
         """Seed rule: inside length x width x (2 * height) above the bin's underside."""
         if self.unrotated:  # plain floats: checked for every object at every task update
-            x, y, z = (p - o for p, o in zip(point, self._origin))
+            ox, oy, oz = self._origin
+            x, y, z = point[0] - ox, point[1] - oy, point[2] - oz
         else:
             x, y, z = self.to_local(point)
-        length, width, height = self.config.size
-        return abs(x) <= length / 2 and abs(y) <= width / 2 and 0 <= z <= 2 * height
+        half_length, half_width, top = self._extent
+        return abs(x) <= half_length and abs(y) <= half_width and 0 <= z <= top
 
     def interior(self) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper corner of the free space inside the walls, in the bin frame."""
@@ -203,7 +206,10 @@ class BinScene:
         self.objects.remove(obj)
 
     def _in_a_bin(self, position) -> bool:
-        return any(b.contains(position) for b in self.bins)
+        for b in self.bins:  # (a loop: any() over a generator costs more than the tests, at every update)
+            if b.contains(position):
+                return True
+        return False
 
     def object_position(self, obj: SceneObject) -> np.ndarray:
         return np.array(self.world.client.getBasePositionAndOrientation(obj.body)[0])
