@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,9 +17,14 @@ from tqdm import tqdm
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
 
-from .figures import Figure
+from binpick_sim.nodes.common.dds import PROFILE_VARIABLE
+
+from .figures import Figure, percentile
 
 BATCH = {"state": 20, "image": 5}
+STALL_STEPS = 200  # image steps per profile (a stall came about once in a hundred without the profile)
+STALL_BATCH = 20
+STALL = 0.5  # s: an image step this long waited for a frame's repair (the median step takes ~0.1 s)
 ROUNDS = 12  # 5 swung the ratio by +-0.1 from run to run
 EXECUTORS = ("single", "multi")  # besides the default (events)
 
@@ -59,6 +65,48 @@ def interleaved(env_id: str, observation: str, variants: dict[str, dict]) -> dic
     return {name: (statistics.median(r), 1000.0 * cpu[name] / steps) for name, r in rates.items()}
 
 
+def image_steps_by_profile() -> dict[str, list[float]]:
+    """Wall seconds of each FrankaDelta-v0 image step over ROS with the package's Fast DDS profile
+    (config/fastdds.xml, which the sim process loads itself) and with Fast DDS's defaults (an empty
+    profile named in the variable, which the sim then leaves alone), the two envs taking turns."""
+    with tempfile.TemporaryDirectory() as folder:
+        empty = Path(folder) / "defaults.xml"
+        empty.write_text('<?xml version="1.0" encoding="UTF-8" ?>\n'
+                         '<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"/>\n')
+        envs = {"package profile": make_env(None), "Fast DDS defaults": make_env(str(empty))}
+        steps: dict[str, list[float]] = {name: [] for name in envs}
+        try:
+            for _ in range(STALL_STEPS // STALL_BATCH):
+                for name, env in envs.items():
+                    for _ in range(STALL_BATCH):
+                        start = time.perf_counter()
+                        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                        steps[name].append(time.perf_counter() - start)
+                        if terminated or truncated:
+                            env.reset()
+        finally:
+            for env in envs.values():
+                env.close()
+    return steps
+
+
+def make_env(profile: str | None):
+    """A ROS image env, reset, whose sim process started with PROFILE_VARIABLE set to `profile` (None:
+    unset)."""
+    saved = os.environ.pop(PROFILE_VARIABLE, None)
+    if profile is not None:
+        os.environ[PROFILE_VARIABLE] = profile
+    try:
+        env = gym.make("binpick_sim/FrankaDelta-v0", backend="ros", observation="image")
+        env.reset(seed=0)  # (the sim process starts here, with this environment)
+        env.action_space.seed(0)
+        return env
+    finally:
+        os.environ.pop(PROFILE_VARIABLE, None)
+        if saved is not None:
+            os.environ[PROFILE_VARIABLE] = saved
+
+
 def measure() -> list[Figure]:
     figures = []
     note = "reference: direct backend, interleaved"
@@ -77,6 +125,17 @@ def measure() -> list[Figure]:
         name = f"FrankaDelta-v0 ros / direct, state, sim executor {kind}"
         figures.append(Figure("ros path", name, rates[kind][0], "steps/s", rates["direct"][0], note))
         figures.append(Figure("ros path", name + ", CPU per step", rates[kind][1], "ms", rates["direct"][1], note))
+    steps = image_steps_by_profile()
+    ours, defaults = steps["package profile"], steps["Fast DDS defaults"]
+    note = f"raw: Fast DDS's defaults, {STALL_STEPS} steps each, taking turns"
+    figures += [
+        Figure("ros path", f"FrankaDelta-v0 ros, image: steps over {STALL} s (waiting for a lost frame)",
+               sum(t > STALL for t in ours), "steps", sum(t > STALL for t in defaults), note),
+        Figure("ros path", "FrankaDelta-v0 ros, image: slowest step", 1000 * max(ours), "ms",
+               1000 * max(defaults), note),
+        Figure("ros path", "FrankaDelta-v0 ros, image: p50 step", 1000 * percentile(ours, 50), "ms",
+               1000 * percentile(defaults, 50), note),
+    ]
     return figures
 
 

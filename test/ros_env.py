@@ -33,9 +33,11 @@ def missing(*modules: str) -> str | None:
 
 
 def isolate() -> None:
-    """A ROS domain of this process's own (parallel runs and a user's stack are not heard) on loopback."""
+    """A ROS domain of this process's own (parallel runs and a user's stack are not heard) on loopback,
+    and no Fast DDS profile of the user's."""
     os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.pop("FASTRTPS_DEFAULT_PROFILES_FILE", None)  # Fast DDS as the sim sets it up (dds.py)
     if (Path(sys.prefix) / "share" / "ament_index").is_dir():  # the venv is the ROS wheels' ament prefix
         _prepend("AMENT_PREFIX_PATH", sys.prefix, os.environ)
 

@@ -334,13 +334,15 @@ def test_image_env_renders_with_the_chosen_renderer(backend):
 
 def test_diagnostics_and_the_start_up_log_name_the_renderer_with_its_gl_strings(ros_context, renderer, tmp_path):
     """`sim -p renderer:=...` as a user runs it: the camera node's start-up line and its /diagnostics
-    status say which renderer draws (for EGL with the GL vendor / renderer string of this machine)."""
+    status say which renderer draws (for EGL with the GL vendor / renderer string of this machine), and
+    /diagnostics which Fast DDS profile the process runs with."""
     import time
 
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import SingleThreadedExecutor
 
+    from binpick_sim.nodes.common.dds import profile_path
     from binpick_sim.nodes.process.spawn import SimProcess
 
     expected = "tiny (PyBullet TinyRenderer, CPU)" if renderer == "tiny" else f"egl ({rendering.probe_egl()})"
@@ -360,6 +362,8 @@ def test_diagnostics_and_the_start_up_log_name_the_renderer_with_its_gl_strings(
             executor.spin_once(timeout_sec=0.1)
         assert camera["renderer"] == expected
         assert f"frames rendered by {expected}" in log.read_text()
+        # the sim process loads the package's Fast DDS profile itself (nodes/common/dds.py)
+        assert camera["dds_profile"] == str(profile_path())
     finally:
         executor.shutdown()
         node.destroy_node()

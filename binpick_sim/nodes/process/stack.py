@@ -31,6 +31,7 @@ from rclpy.utilities import get_default_context
 from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
 from .entry import stop_interrupted
+from ..common.dds import use_package_profile
 from ..servers.arm_node import ArmNode
 from ..servers.camera_node import CameraNode
 from ..servers.reasoning_node import ReasoningNode
@@ -253,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     watching.set()
     exit_with_parent(watching)
     context = get_default_context()  # the default context gets rclpy's SIGINT/SIGTERM handlers
+    use_package_profile()  # before the participant is made (dds.py: why)
     try:
         rclpy.init(args=argv if argv is not None else sys.argv, context=context)
         stack = SimStack(context)

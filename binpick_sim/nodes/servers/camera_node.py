@@ -17,6 +17,7 @@ from ...description import cell_description
 from ...cell.loop import PhysicsLoop
 from ...cell.sim import BinPickingSim
 from ..common import convert
+from ..common import dds
 from ..common.diagnostics import NodeDiagnostics
 from ..common.params import MAX_RATE, MIN_RATE, declare
 
@@ -54,7 +55,8 @@ class CameraNode(Node):
                                            values=lambda: {"frames_published": self.frames,
                                                            "frames_with_segmentation": self.segmented_frames,
                                                            "last_frame_age_s": self.frame_age,
-                                                           "renderer": renderer})
+                                                           "renderer": renderer,
+                                                           "dds_profile": dds.profile_in_use()})
         self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
         render_process = declare(self, "render_process", True, "Render in a process of its own from a mirror of "
                                  "the scene, so that frames do not stall physics (not in lock-step, where each "
