@@ -24,8 +24,14 @@ def control_msgs():
 
 
 def send(client, action, name, goal, timeout=60):
-    actions = ActionClient(client.node, action, name)
-    client.spin_until(actions.server_is_ready, 60, name)
+    """One goal's result (None: rejected), through one ActionClient per action name and test client, as a
+    planner keeps one per controller. (A second ActionClient made for the same action in the same node
+    once waited 60 s without seeing the server ready, in one full run of several; not reproduced alone.)"""
+    clients = client.__dict__.setdefault("action_clients", {})
+    if name not in clients:
+        clients[name] = ActionClient(client.node, action, name)
+        client.spin_until(clients[name].server_is_ready, 60, name)
+    actions = clients[name]
     sent = actions.send_goal_async(goal)
     client.spin_until(sent.done, timeout, "goal answered")
     handle = sent.result()
