@@ -29,9 +29,7 @@ def profile_path() -> Path:
 def use_package_profile(environ: MutableMapping[str, str] = os.environ) -> Path | None:
     """Point Fast DDS at the package's profile, unless the user chose a profile or another RMW;
     returns the profile set, or None."""
-    if environ.get(PROFILE_VARIABLE):
-        return None
-    if environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMWS[0]) not in FAST_DDS_RMWS:
+    if environ.get(PROFILE_VARIABLE) or rmw(environ) not in FAST_DDS_RMWS:
         return None
     path = profile_path()
     environ[PROFILE_VARIABLE] = str(path)
@@ -40,7 +38,10 @@ def use_package_profile(environ: MutableMapping[str, str] = os.environ) -> Path 
 
 def profile_in_use(environ: MutableMapping[str, str] = os.environ) -> str:
     """What this process's Fast DDS reads its settings from (the camera node reports it on /diagnostics)."""
-    rmw = environ.get("RMW_IMPLEMENTATION", FAST_DDS_RMWS[0])
-    if rmw not in FAST_DDS_RMWS:
-        return f"none ({rmw})"
+    if rmw(environ) not in FAST_DDS_RMWS:
+        return f"none ({rmw(environ)})"
     return environ.get(PROFILE_VARIABLE) or "none (Fast DDS defaults)"
+
+
+def rmw(environ: MutableMapping[str, str]) -> str:
+    return environ.get("RMW_IMPLEMENTATION") or FAST_DDS_RMWS[0]  # unset or empty: ROS 2's default
