@@ -37,7 +37,9 @@ def isolate() -> None:
     and no Fast DDS profile of the user's."""
     os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ.pop("FASTRTPS_DEFAULT_PROFILES_FILE", None)  # Fast DDS as the sim sets it up (dds.py)
+    from binpick_sim.nodes.common.dds import PROFILE_VARIABLE  # (imports no ROS)
+
+    os.environ.pop(PROFILE_VARIABLE, None)  # Fast DDS as the sim sets it up
     if (Path(sys.prefix) / "share" / "ament_index").is_dir():  # the venv is the ROS wheels' ament prefix
         _prepend("AMENT_PREFIX_PATH", sys.prefix, os.environ)
 

@@ -1,4 +1,4 @@
-"""The package's Fast DDS profile (config/fastdds.xml), which the `sim` process (the camera frames' publisher) loads.
+"""The package's Fast DDS profile (config/fastdds.xml), which the `sim` process loads.
 
 Fast DDS drops a fragment of a large message now and then (a 1-3 MB frame does not fit its 512 KB
 shared-memory segment while the previous frame is still being read), and a reliable writer resends
