@@ -34,8 +34,9 @@ def missing(*modules: str) -> str | None:
 
 def isolate() -> None:
     """A ROS domain of this process's own (parallel runs and a user's stack are not heard) on loopback,
-    and no Fast DDS profile of the user's."""
-    os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+    and no Fast DDS profile of the user's. `BINPICK_TEST_DOMAIN_ID` picks the domain instead of the
+    process id, for developers who run several suites side by side and want them apart for certain."""
+    os.environ["ROS_DOMAIN_ID"] = os.environ.get("BINPICK_TEST_DOMAIN_ID") or str(1 + os.getpid() % 100)
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     from binpick_sim.nodes.common.dds import PROFILE_VARIABLE  # (imports no ROS)
 
