@@ -143,16 +143,19 @@ class Reasoner:
 
     def supporting(self) -> list[tuple[str, str]]:
         """Seed: (a, b) where b is above a and they touch: b's base more than SUPPORT_HEIGHT higher
-        than a's (bodies side by side support nothing). The robot supports nothing; the ground is
-        below everything (a plane: its base height says nothing), so it supports and is never supported."""
+        than a's (bodies side by side support nothing). No arm supports anything or is supported (every
+        arm, however many the scene has: an arm touches objects from the side or above, and stands on
+        its own base); the ground is below everything (a plane: its base height says nothing), so it
+        supports and is never supported."""
         c = self.sim.world.client
         bodies = self.bodies()
+        arms = {name for name, (_, kind) in bodies.items() if kind == ROBOT}
 
         def height(name):
             return -np.inf if name == GROUND else c.getBasePositionAndOrientation(bodies[name][0])[0][2]
         found = []
         for a, b in self.contacts():
-            if ROBOT_NAME in (a, b):
+            if a in arms or b in arms:
                 continue
             lower, upper = (a, b) if height(a) < height(b) else (b, a)
             if height(upper) - height(lower) > SUPPORT_HEIGHT:
