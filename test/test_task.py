@@ -64,7 +64,9 @@ def test_held_below_the_lift_height_is_not_yet_a_grab(task):
     assert obj.name in [o.name for o in sim.scene.objects]  # held, so not removed though outside the bin
 
 
-def test_touching_a_bin_ends_the_episode_unless_disabled(config):
+def test_touching_a_bin_ends_the_episode_unless_disabled_and_is_reported_either_way(config):
+    """Seed check_termination: the diagnostic info says the arm touches a bin whether or not that ends the
+    episode (issue 28 item 5); only a collision that ends it costs collision_reward."""
     for enabled in (True, False):
         sim, task = make_task(config, terminate_on_bin_collision=enabled)
         try:
@@ -74,7 +76,8 @@ def test_touching_a_bin_ends_the_episode_unless_disabled(config):
             arm.move_to(arm.ik(wall - [0, 0, 0.06], arm.ee_yaw()))  # down onto the rim
             assert any(c.getContactPoints(arm.body, sim.scene.pick_bin.body))
             status = task.update()
-            assert status.bin_collision == enabled and status.terminated == enabled
+            assert status.bin_collision and status.terminated == enabled
+            assert status.as_dict()["bin_collision"] and status.arm_bin_collisions == ("arm",)
             assert status.reward == pytest.approx(task.config.collision_reward if enabled else 0.0)
         finally:
             sim.close()

@@ -3,7 +3,9 @@
 A grab succeeds when an object is at least a bin's height above the highest bin's rim and both
 fingers touch it (optionally re-checked after a shake); the object is then removed and counted.
 The episode terminates on an arm-bin collision (if enabled) or when the configured number of grabs
-is reached (never more than the objects the episode started with).
+is reached (never more than the objects the episode started with). A collision is reported whether or
+not it terminates (the seed's `check_termination` returns its diagnostic info either way); only one that
+terminates costs `collision_reward`.
 """
 from __future__ import annotations
 
@@ -17,17 +19,18 @@ from ..cell.sim import BinPickingSim
 class TaskStatus:
     grabs: int = 0  # successful grabs this episode
     grabbed: tuple[str, ...] = ()  # names of the objects grabbed at this update
-    bin_collision: bool = False
+    bin_collision: bool = False  # an arm touches a bin (reported whether or not that terminates)
     grab_limit_reached: bool = False
     removed_outside: tuple[str, ...] = ()  # objects that left the bins and were removed at this update
     objects_left: int = 0
     reward: float = 0.0  # reward earned at this update
     arm_grabs: dict = field(default_factory=dict)  # arm name -> its successful grabs this episode
     arm_bin_collisions: tuple[str, ...] = ()  # the arms that touch a bin at this update
+    collision_terminates: bool = True  # task.terminate_on_bin_collision
 
     @property
     def terminated(self) -> bool:
-        return self.bin_collision or self.grab_limit_reached
+        return (self.bin_collision and self.collision_terminates) or self.grab_limit_reached
 
     def as_dict(self) -> dict:
         # Built field by field: dataclasses.asdict deep-copies, ~50 us per env step for plain values.
@@ -74,17 +77,19 @@ class PickTask:
             self.arm_grabs[arm.config.name] += len(mine)
             if gripped:  # (bodies grabbed just now are gone from scene.objects)
                 held |= {o.name for o in scene.objects if o.body in gripped}
-            if self.config.terminate_on_bin_collision and self.arm_touches_a_bin(contacts, arm):
+            if self.arm_touches_a_bin(contacts, arm):
                 collided.append(arm.config.name)
         self.grabs += len(grabbed)
         removed = scene.remove_objects_outside_bins(keep=held)
         collision = bool(collided)
         c = self.config
-        reward = c.step_reward + c.grab_reward * len(grabbed) + (c.collision_reward if collision else 0.0)
+        costly = collision and c.terminate_on_bin_collision
+        reward = c.step_reward + c.grab_reward * len(grabbed) + (c.collision_reward if costly else 0.0)
         return TaskStatus(grabs=self.grabs, grabbed=tuple(grabbed), bin_collision=collision,
                           grab_limit_reached=self.grabs >= self.grab_limit, removed_outside=tuple(removed),
                           objects_left=self.sim.scene.object_count, reward=reward,
-                          arm_grabs=dict(self.arm_grabs), arm_bin_collisions=tuple(collided))
+                          arm_grabs=dict(self.arm_grabs), arm_bin_collisions=tuple(collided),
+                          collision_terminates=c.terminate_on_bin_collision)
 
     def collect_grabs(self, gripped: set[int], arm=None) -> tuple[list[str], bool]:
         """Remove and return the objects `arm` (default the first) holds high enough (after a shake, if
