@@ -40,7 +40,18 @@ def object_files(object_set: str) -> list[Path]:
 
 
 class Bin:
-    """A fixed, hollow box (floor + four walls) whose frame is the centre of its underside."""
+    """A fixed, hollow box (floor + four walls) whose frame is the centre of its underside.
+
+    The seed loads a bin mesh (Wavefront OBJ) as one concave triangle mesh (GEOM_FORCE_CONCAVE_TRIMESH);
+    here it is five boxes of one compound collision shape. Boxes are solid convex primitives (a triangle
+    mesh has no inside: a 1-3 cm object pushed deeper than the collision margin into a face can come out
+    on the other side); their sizes come from the scene file (`size`, `wall_thickness`) instead of a
+    mesh file and its scale; and the robot description builds the same five boxes (bin_geometry.py)
+    without shipping a mesh. The outer size is the seed's (`default_dimensions`); its docs do not give
+    the mesh's wall thickness, here 5 mm. test_seed_fidelity.py measures the walls and floor with rays.
+    """
+
+    default_dimensions = (0.16, 0.16, 0.04)  # seed BaseBin.default_dimensions: outer length, width, height [m]
 
     def __init__(self, world: World, name: str, config: BinConfig, color=(0.3, 0.3, 0.3, 1.0)):
         self.name = name
