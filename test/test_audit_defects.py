@@ -151,7 +151,8 @@ def test_the_robot_interface_error_is_latched_even_against_an_append_racing_the_
 def test_joint_effort_reports_the_torque_a_controller_applies(sim):
     from binpick_sim.control.controllers import JointTorqueController
 
-    c = JointTorqueController(sim.arm)
+    effort = sim.arm.limits.effort[:7]
+    c = JointTorqueController(sim.arm, output_max=effort, output_min=-effort)  # the arm's whole range
     c.engage()
     efforts = []
     for goal in ([0.0] * 7, [0.5, -0.5, 0.2, 0, 0, 0, 0.3]):
@@ -291,10 +292,12 @@ def test_osc_interpolates_the_orientation_too(sim):
 def test_joint_torque_controller_clips_goals_to_its_torque_limits(sim):
     from binpick_sim.control.controllers import JointTorqueController, make_controller
 
-    c = JointTorqueController(sim.arm, torque_limits=[[-5.0] * 7, [5.0] * 7])
+    effort = sim.arm.limits.effort[:7]
+    c = JointTorqueController(sim.arm, torque_limits=[[-5.0] * 7, [5.0] * 7], output_max=effort, output_min=-effort)
     c.set_goal([1.0, -1.0, 0.01, 0, 0, 0, 0])
     assert c.goal == pytest.approx([5.0, -5.0, 0.87, 0, 0, 0, 0]) and c.clipped
-    scalar = make_controller(sim.arm, "joint_torque", {"torque_limits": [-2.0, 3.0]})
+    scalar = make_controller(sim.arm, "joint_torque", {"torque_limits": [-2.0, 3.0], "output_max": 87.0,
+                                                       "output_min": -87.0})
     scalar.set_goal([1.0] * 7)
     assert scalar.goal == pytest.approx([3.0] * 7)
     with pytest.raises(ValueError, match="torque_limits"):

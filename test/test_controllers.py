@@ -77,7 +77,13 @@ def test_gravity_compensation_alone_holds_a_pose(sim):
 
 
 def test_torques_are_scaled_and_clipped_to_the_actuator_limits(sim):
-    c = engaged(sim, JointTorqueController(sim.arm))
+    """The seed's default output range is +-0.05 N m (issue 28 item 2); the effort limits given as the
+    output range span the arm's whole torque."""
+    seed_default = JointTorqueController(sim.arm)
+    seed_default.set_goal([1, -1, 0, 0, 0, 0, 0.5])
+    assert seed_default.goal == pytest.approx([0.05, -0.05, 0, 0, 0, 0, 0.025])
+    effort = sim.arm.limits.effort[:7]
+    c = engaged(sim, JointTorqueController(sim.arm, output_max=effort, output_min=-effort))
     c.set_goal([1, -1, 0, 0, 0, 0, 0.5])
     assert c.goal[:2] == pytest.approx([87.0, -87.0]) and c.goal[6] == pytest.approx(6.0)
     assert np.array_equal(c.clip_torques([500, -500, 0, 0, 50, 0, 0]), [87, -87, 0, 0, 12, 0, 0])

@@ -214,6 +214,40 @@ class FrankaArm:
         position, orientation = self.ee_pose()
         return position, np.array(self.world.client.getEulerFromQuaternion(orientation.tolist()))
 
+    # --- the seed FrankaArm's class variables, from this arm's scene file and URDF ---------------------
+    @property
+    def max_gripper_force(self) -> float:
+        """N each finger's motor may push with (`arm.finger_force`; the seed's is 80, see the README's
+        "Choices made where the reference is silent")."""
+        return float(self.config.finger_force)
+
+    @property
+    def max_steps(self) -> int:
+        """Physics steps a position action may take at most (`arm.max_steps`)."""
+        return self.config.max_steps
+
+    @property
+    def acceptable_proximity_to_target(self) -> float:
+        """rad (m for fingers) within which a joint counts as at its target (`arm.position_tolerance`)."""
+        return self.config.position_tolerance
+
+    acceptable_gripper_proximity_to_target = acceptable_proximity_to_target  # the fingers use the same
+
+    @property
+    def end_effector_indices(self) -> list[int]:
+        """PyBullet joint indices of the two fingers."""
+        return list(self.finger_joints)
+
+    @property
+    def gripper_index(self) -> int:
+        """PyBullet link index of the grasp target (panda_grasptarget)."""
+        return self.grasp_link
+
+    @property
+    def revolute_joints(self) -> list[int]:
+        """PyBullet joint indices of the seven arm joints."""
+        return list(self.joints[:7])
+
     def target_reached(self) -> bool:
         """Whether the arm is where its position targets say (the seed's "until reached" of a position or
         delta action): the 7 arm joints within `position_tolerance`, and each finger within it or at rest

@@ -156,6 +156,13 @@ class PandaIK:
         x, y, z = position
         return math.hypot(reached[0] - x, reached[1] - y, reached[2] - z)  # to the target as asked (no overflow)
 
+    def move_base(self, position, orientation) -> None:
+        """Stand the copy's base at `position` / `orientation` (xyzw): a controller whose arm's base moved
+        (seed 001's update_base_pose) solves from there."""
+        self.client.resetBasePositionAndOrientation(self.body, list(position), list(orientation))
+        self.base = np.asarray(position, dtype=float)
+        self._base = self.base.tolist()
+
     def close(self) -> None:
         self.client.disconnect()
 

@@ -1,6 +1,7 @@
 """What every controller of seed 001 (robosuite) shares: the arm's state and dynamics read from
 PyBullet, input/output scaling with clipping, torque limits, gravity compensation, goal reset, and
-policy frequency vs control frequency with optional linear interpolation between policy steps.
+policy frequency vs control frequency with optional linear interpolation between policy steps, and the
+seed's state surface (`update(force=)`, `update_base_pose`, `update_initial_joints`, `actuator_limits`).
 
 A controller acts on the seven arm joints with torques, at the physics rate, with PyBullet's own
 joint motors off; the fingers stay on their position motors. Install it with `engage()` (which puts it
@@ -29,6 +30,16 @@ def finite(values, what: str) -> np.ndarray:
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{what} must be finite numbers, got {values.tolist()!r}")
     return values
+
+
+def base_pose(base_pos, base_ori) -> tuple[np.ndarray, np.ndarray]:
+    """A base position (3) and unit quaternion x y z w, or a ValueError naming what is wrong."""
+    position = finite(base_pos, "base_pos")
+    orientation = finite(base_ori, "base_ori")
+    if position.shape != (3,) or orientation.shape != (4,) or not np.linalg.norm(orientation) > 1e-9:
+        raise ValueError(f"a base pose is a position (3 values) and a quaternion x y z w (4, not all zero), "
+                         f"got {position.tolist()} and {orientation.tolist()}")
+    return position, orientation / np.linalg.norm(orientation)
 
 
 @dataclass
@@ -61,6 +72,8 @@ class Controller:
         self.torques = np.zeros(7)
         self.clipped = False  # whether the last action was clipped anywhere (the arm node counts it)
         self.state = self.read_state()
+        self.new_update = False  # seed: whether `update()` must read the arm again (set after each step)
+        self.initial_joints = self.state.q.copy()  # seed: the posture a nullspace term pulls toward (OSC)
 
     # --- what subclasses define ---------------------------------------------------------------
     @property
@@ -121,6 +134,7 @@ class Controller:
             raise ValueError(f"{self.layout} takes {self.control_dim} values, got {action.size}")
         finite(action, f"a {self.layout} action")
         self.clipped = False
+        self.update()  # the goal is relative to the arm as it is now (seed: set_goal updates first)
         return action
 
     def clip(self, values, low, high) -> np.ndarray:
@@ -148,6 +162,35 @@ class Controller:
     def clip_torques(self, torques) -> np.ndarray:
         return np.clip(torques, -self.torque_limits, self.torque_limits)
 
+    nums2array = staticmethod(nums2array)  # seed: Controller.nums2array
+
+    @property
+    def actuator_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """(minimum, maximum) torque of each arm joint [N m]: the URDF's effort limits (seed: actuator_limits)."""
+        return -self.torque_limits, self.torque_limits.copy()
+
+    def update(self, force: bool = False) -> None:
+        """Read the arm's state (joints, grasp-target pose and velocity, Jacobian, mass matrix, gravity)
+        if the world has stepped since the last read, or whenever `force` is set (seed: update(force)).
+        Every physics step reads it once; goals set between steps read it at most once more."""
+        if force or self.new_update:
+            self.state = self.read_state()
+            self.new_update = False
+
+    def update_base_pose(self, base_pos, base_ori) -> None:
+        """Seed: tell the controller that the arm's base is now at `base_pos` (x y z, world) with
+        `base_ori` (quaternion x y z w). The joint-space controllers and OSC read everything from the live
+        arm at each step, base included, so for them this only checks the values; the IK controller
+        moves its own copy of the arm there (InverseKinematicsController.update_base_pose)."""
+        base_pose(base_pos, base_ori)
+
+    def update_initial_joints(self, initial_joints) -> None:
+        """The posture a nullspace term pulls toward (seed: update_initial_joints; OSC uses it)."""
+        joints = finite(initial_joints, "initial_joints")
+        if joints.shape != (7,):
+            raise ValueError(f"initial_joints takes 7 arm joint positions, got {joints.size}")
+        self.initial_joints = joints
+
     @property
     def torque_compensation(self) -> np.ndarray:
         """Gravity (and Coriolis) torques from PyBullet's inverse dynamics."""
@@ -168,16 +211,18 @@ class Controller:
     def engage(self) -> None:
         """Switch the arm joints' motors off (torque control) and run this controller every step."""
         self.arm.release_motors(7)
-        self.state = self.read_state()
+        self.update(force=True)
         self.reset_goal()
         self.arm.set_controller(self.step)
 
     def step(self) -> None:
-        """One physics step of control: read the arm, compute, compensate, clip, apply."""
-        self.state = self.read_state()
+        """One physics step of control: read the arm (unless a goal set since the last step read it),
+        compute, compensate, clip, apply; the world then steps, so the next `update()` reads again."""
+        self.update()
         # nan_to_num: an overflow in the dynamics (huge gains) sends the limit torque, never NaN, to PyBullet
         self.torques = self.clip_torques(np.nan_to_num(self.run_controller() + self.torque_compensation))
         self.arm.command_torques(self.torques)
+        self.new_update = True
 
 
 class LinearInterpolator:

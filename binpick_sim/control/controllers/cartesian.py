@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .base import Controller, LinearInterpolator, OrientationInterpolator, finite, nums2array
+from .base import Controller, LinearInterpolator, OrientationInterpolator, base_pose, finite, nums2array
 from .joint import IMPEDANCE_MODES
 
 
@@ -48,7 +48,6 @@ class OperationalSpaceController(Controller):
         default_out = np.array([0.05, 0.05, 0.05, 0.5, 0.5, 0.5])[:self.pose_dim]
         super().__init__(arm, output_max=default_out if output_max is None else output_max,
                          output_min=-default_out if output_min is None else output_min, **kwargs)
-        self.initial_joints = self.state.q.copy()
         self.reset_goal()
 
     @property
@@ -70,10 +69,6 @@ class OperationalSpaceController(Controller):
     @property
     def kd(self) -> np.ndarray:
         return 2 * np.sqrt(self.kp) * self.damping_ratio
-
-    def update_initial_joints(self, joints) -> None:
-        """The posture the nullspace term pulls toward (seed: update_initial_joints)."""
-        self.initial_joints = np.asarray(joints, dtype=float)
 
     def set_goal(self, action, set_pos=None, set_ori=None) -> None:
         action = self.checked(action)
@@ -144,13 +139,26 @@ class InverseKinematicsController(Controller):
 
     Action: [dx dy dz ax ay az] (metres, axis-angle radians, world frame), relative to the grasp
     target's current pose; the position part is clipped to a norm of `ik_pos_limit` and the rotation
-    to `ik_ori_limit`. `converge_steps` bounds the IK solver's refinement rounds."""
+    to `ik_ori_limit`. `converge_steps` bounds the IK solver's refinement rounds.
+
+    The solver is the arm's own IK copy (cell/ik.py), shared, until `load_urdf: true`,
+    `setup_inverse_kinematics(True)` or `update_base_pose` gives the controller a copy of its own (one
+    more PyBullet client; `close()` ends it). The seed's IK helpers work on that copy: `sync_state`,
+    `sync_ik_robot`, `ik_robot_eef_joint_cartesian_pose`, `inverse_kinematics`,
+    `joint_positions_for_eef_command`, `get_control`, `bullet_base_pose_to_world_pose`,
+    `_clip_ik_input`, `_make_input`, `_get_current_error`."""
 
     name = "ik"
+    VELOCITY_GAIN = 10.0  # seed get_control: joint velocities are 10 x the joint error [1/s]
 
     def __init__(self, arm, ik_pos_limit=0.05, ik_ori_limit=0.5, converge_steps=5, kp=150.0, damping_ratio=1.0,
-                 **kwargs):
+                 load_urdf=False, **kwargs):
         self.ik_pos_limit, self.ik_ori_limit = float(ik_pos_limit), float(ik_ori_limit)
+        self.solver, self.own_solver = arm.solver, False
+        self.base_position = np.asarray(arm.config.base_position, dtype=float)
+        self.base_orientation = np.asarray(arm.base_orientation, dtype=float)
+        self.ik_target_position = self.ik_target_rotation = None  # seed: the IK targets (update_targets)
+        self.commanded_joint_positions = None  # seed get_control's target joints
         self.converge_steps = int(converge_steps)
         self.kp = nums2array(kp, 7)
         self.damping_ratio = nums2array(damping_ratio, 7)
@@ -160,10 +168,132 @@ class InverseKinematicsController(Controller):
         kwargs.setdefault("output_min", kwargs["input_min"])
         super().__init__(arm, **kwargs)
         self.reset_goal()
+        if load_urdf:
+            self.setup_inverse_kinematics(True)
 
     @property
     def control_dim(self) -> int:
         return 6
+
+    # --- the seed's IK surface ----------------------------------------------------------------
+    def setup_inverse_kinematics(self, load_urdf: bool = True) -> None:
+        """Seed: set up IK. `load_urdf`: a copy of the arm of this controller's own (at the base it knows);
+        false: share the arm's (the seed's choice for several controllers of one robot)."""
+        if load_urdf and not self.own_solver:
+            from ...cell.ik import PandaIK
+
+            shared = self.arm.solver
+            self.solver = PandaIK(self.base_position, self.base_orientation, shared.lower, shared.upper, shared.rest,
+                                  shared.link, shared.joints, shared.rounds, shared.iterations, shared.posture)
+            self.own_solver = True
+        elif not load_urdf:
+            self.close()
+
+    def close(self) -> None:
+        """End this controller's own IK copy, if it has one (it goes back to the arm's)."""
+        if self.own_solver:
+            self.solver.close()
+        self.solver, self.own_solver = self.arm.solver, False
+
+    def update_base_pose(self, base_pos, base_ori) -> None:
+        """Seed: the arm's base is now at `base_pos` / `base_ori` (world, xyzw): the controller's own IK
+        copy stands there (made now if it had none), so IK answers for the arm where it is."""
+        position, orientation = base_pose(base_pos, base_ori)
+        self.setup_inverse_kinematics(True)
+        self.solver.move_base(position, orientation)
+        self.base_position, self.base_orientation = position, orientation
+
+    def sync_ik_robot(self, joint_positions=None, simulate: bool = False, sync_last: bool = True) -> None:
+        """Seed: put the IK copy's seven arm joints at `joint_positions` (default: the live arm's).
+        `simulate`: drive them there with the copy's motors and step its physics (at most 240 steps)
+        instead of setting them; `sync_last` false leaves the copy's last joint as it is."""
+        c, body, joints = self.solver.client, self.solver.body, self.solver.joints
+        q = np.array([state[0] for state in c.getJointStates(body, joints)])
+        target = self.arm.joint_states()[0][:7] if joint_positions is None else finite(joint_positions, "joint_positions")
+        if target.shape != (7,):
+            raise ValueError(f"joint_positions takes 7 arm joint positions, got {target.size}")
+        count = 7 if sync_last else 6
+        q[:count] = target[:count]
+        if not simulate:
+            self.solver._set(q)
+            return
+        c.setJointMotorControlArray(body, joints, c.POSITION_CONTROL, targetPositions=q.tolist())
+        for _ in range(240):
+            c.stepSimulation()
+            now = np.array([state[0] for state in c.getJointStates(body, joints)])
+            if np.abs(now[:count] - q[:count]).max() < 1e-4:
+                break
+
+    def sync_state(self) -> None:
+        """Seed: the IK copy's joints set to the live arm's."""
+        self.sync_ik_robot()
+
+    def ik_robot_eef_joint_cartesian_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Seed: the pose of the IK copy's last arm joint (panda_link7) in its base frame: (position,
+        quaternion x y z w)."""
+        c = self.solver.client
+        link = c.getLinkState(self.solver.body, self.solver.joints[6], computeForwardKinematics=True)
+        inverse = c.invertTransform(self.base_position.tolist(), self.base_orientation.tolist())
+        position, orientation = c.multiplyTransforms(*inverse, link[4], link[5])
+        return np.array(position), np.array(orientation)
+
+    def bullet_base_pose_to_world_pose(self, pose_in_base) -> tuple[np.ndarray, np.ndarray]:
+        """Seed: a (position, quaternion x y z w) in the IK copy's base frame, in the world frame."""
+        position, orientation = pose_in_base
+        world = self.solver.client.multiplyTransforms(self.base_position.tolist(), self.base_orientation.tolist(),
+                                                      list(position), list(orientation))
+        return np.array(world[0]), np.array(world[1])
+
+    def inverse_kinematics(self, target_position, target_orientation) -> list[float]:
+        """Seed: the 7 arm joint angles that put the grasp target at `target_position` with
+        `target_orientation` (xyzw), world frame, solved from the live arm's joints."""
+        start = self.arm.joint_states()[0]
+        q, self.ik_error = self.solver.solve(start, finite(target_position, "target_position"),
+                                             finite(target_orientation, "target_orientation"),
+                                             rounds=self.converge_steps)
+        return q[:7].tolist()
+
+    def joint_positions_for_eef_command(self, dpos, rotation, update_targets: bool = False) -> list[float]:
+        """Seed: the 7 joint angles for the grasp target moved by `dpos` [m] and turned by `rotation`
+        (3x3, world frame) from where it is now; `update_targets` keeps that pose as the IK target."""
+        self.update()
+        dpos, rotation = finite(dpos, "dpos"), finite(rotation, "rotation")
+        if dpos.shape != (3,) or rotation.shape != (3, 3):
+            raise ValueError(f"dpos takes 3 values and rotation a 3x3 matrix, got {dpos.shape} and {rotation.shape}")
+        position = self.state.ee_position + dpos
+        turned = rotation @ self.state.ee_rotation
+        if update_targets:
+            self.ik_target_position, self.ik_target_rotation = position, turned
+        return self.inverse_kinematics(position, Rotation.from_matrix(turned).as_quat())
+
+    def get_control(self, dpos=None, rotation=None, update_targets: bool = False) -> np.ndarray:
+        """Seed: joint velocities [rad/s] toward the joints for a new end-effector command (`dpos`,
+        `rotation`, as joint_positions_for_eef_command), or toward the last one if none is given:
+        VELOCITY_GAIN x (target - current)."""
+        if dpos is not None or rotation is not None:
+            self.commanded_joint_positions = np.array(self.joint_positions_for_eef_command(
+                np.zeros(3) if dpos is None else dpos, np.eye(3) if rotation is None else rotation, update_targets))
+        elif self.commanded_joint_positions is None:
+            self.commanded_joint_positions = self.goal.copy()
+        self.update()
+        return -self.VELOCITY_GAIN * self._get_current_error(self.state.q, self.commanded_joint_positions)
+
+    @staticmethod
+    def _get_current_error(current, set_point) -> np.ndarray:
+        """Seed: current - set_point."""
+        return np.asarray(current, dtype=float) - np.asarray(set_point, dtype=float)
+
+    def _clip_ik_input(self, dpos, rotation) -> tuple[np.ndarray, np.ndarray]:
+        """Seed name of `clip_ik_input`."""
+        return self.clip_ik_input(dpos, rotation)
+
+    def _make_input(self, action, old_quat) -> dict:
+        """Seed: {"dpos", "rotation"} from an action [dx dy dz ax ay az]: the clipped displacement, and the
+        orientation (3x3) after turning `old_quat` (xyzw) by the clipped rotation vector."""
+        action = finite(action, "action")
+        dpos, rotvec = self.clip_ik_input(action[:3], action[3:6])
+        turned = Rotation.from_rotvec(rotvec) * Rotation.from_quat(finite(old_quat, "old_quat"))
+        return {"dpos": dpos, "rotation": turned.as_matrix()}
 
     @property
     def control_limits(self):
@@ -186,7 +316,7 @@ class InverseKinematicsController(Controller):
         position = self.state.ee_position + dpos
         orientation = Rotation.from_rotvec(rotation) * Rotation.from_matrix(self.state.ee_rotation)
         start = self.arm.joint_states()[0]
-        q, self.ik_error = self.arm.solver.solve(start, position, orientation.as_quat(), rounds=self.converge_steps)
+        q, self.ik_error = self.solver.solve(start, position, orientation.as_quat(), rounds=self.converge_steps)
         self.goal = q[:7]
         if self.interpolation:
             self.interpolator.set_goal(self.goal)

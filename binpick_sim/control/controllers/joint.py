@@ -74,8 +74,22 @@ class JointPositionController(Controller):
         return self.state.mass_matrix @ acceleration
 
 
+VELOCITY_LAWS = ("mass_weighted", "robosuite")
+
+
 class JointVelocityController(Controller):
-    """P control on joint velocity: torque = M kp (v_goal - v) + gravity compensation.
+    """Control on joint velocity, by one of two laws (`law`):
+
+    - `mass_weighted` (the default): torque = M kp (v_goal - v) + gravity compensation, kp 30 [1/s];
+    - `robosuite` (seed 001's own): torque = kp e + ki sum(e) + kd mean(de over 5 steps) + gravity
+      compensation, e = v_goal - v, kp 0.25 by default, a single kp multiplied by each joint's actuator
+      range (2 x its effort limit: 43.5 N m s/rad on the Panda's big joints, 6 on the wrist), ki 0.005 kp,
+      kd 0.001 kp, the sum frozen while the torques are clipped (anti-windup).
+
+    The default differs from the seed because the seed's law shakes the wrist at this cell's 240 Hz
+    physics (a gain of 6 N m s/rad on a link of about 0.01 kg m^2 overshoots in one 4 ms step; robosuite
+    steps at 500 Hz with armature on the joints), while it tracks at 1 kHz (test_seed_fidelity.py shows
+    both); weighting by the mass matrix gives every joint the same response time, 1/kp.
 
     Action: [v x7], absolute joint velocities, scaled from [input_min, input_max] to
     [output_min, output_max] (default ±1 rad/s), then clipped to `velocity_limits` (default the
@@ -83,8 +97,26 @@ class JointVelocityController(Controller):
 
     name = "joint_velocity"
 
-    def __init__(self, arm, kp=30.0, velocity_limits=None, output_max=1.0, output_min=-1.0, **kwargs):
-        self.kp = nums2array(kp, 7)
+    def __init__(self, arm, kp=None, velocity_limits=None, output_max=1.0, output_min=-1.0, law="mass_weighted",
+                 **kwargs):
+        if law not in VELOCITY_LAWS:
+            raise ValueError(f"law must be one of {VELOCITY_LAWS}, got {law!r}")
+        self.law = law
+        robosuite = law == "robosuite"
+        kp = (0.25 if robosuite else 30.0) if kp is None else kp
+        try:
+            scalar, self.kp = np.ndim(kp) == 0, finite(nums2array(kp, 7), "kp")
+        except (TypeError, ValueError):
+            raise ValueError(f"kp must be a finite number or 7 of them, got {kp!r}") from None
+        if self.kp.shape != (7,):
+            raise ValueError(f"kp must be a finite number or 7 of them, got {kp!r}")
+        if robosuite:
+            if scalar:  # seed: a single kp is scaled by how wide each joint's actuator range is
+                self.kp = self.kp * 2 * arm.limits.effort[:7]
+            self.ki, self.kd = 0.005 * self.kp, 0.001 * self.kp
+        self.summed_error, self.last_error = np.zeros(7), np.zeros(7)
+        self.error_changes: list[np.ndarray] = []  # the last 5 (seed: RingBuffer of length 5)
+        self.saturated = False
         limit = arm.limits.velocity[:7]
         self.velocity_limits = (np.asarray(velocity_limits, dtype=float) if velocity_limits is not None
                                 else np.array([-limit, limit]))
@@ -104,23 +136,35 @@ class JointVelocityController(Controller):
 
     def reset_goal(self) -> None:
         self.goal = np.zeros(7)
+        self.summed_error, self.last_error, self.error_changes = np.zeros(7), np.zeros(7), []
         if self.interpolator is not None:
             self.interpolator = LinearInterpolator(self.state.qd, self.interpolation_steps)
 
     def run_controller(self) -> np.ndarray:
         goal = self.interpolator.next() if self.interpolator is not None else self.goal
-        return self.state.mass_matrix @ (self.kp * (goal - self.state.qd))
+        error = goal - self.state.qd
+        if self.law == "mass_weighted":
+            return self.state.mass_matrix @ (self.kp * error)
+        self.error_changes = (self.error_changes + [error - self.last_error])[-5:]
+        self.last_error = error
+        if not self.saturated:
+            self.summed_error = self.summed_error + error
+        torques = self.kp * error + self.ki * self.summed_error + self.kd * np.mean(self.error_changes, axis=0)
+        full = torques + self.torque_compensation
+        self.saturated = not np.array_equal(self.clip_torques(full), full)
+        return torques
 
 
 class JointTorqueController(Controller):
     """Torques passed through: action [tau x7] scaled from [input_min, input_max] to
-    [output_min, output_max] (default the joints' effort limits), the goal clipped to `torque_limits`
-    ([low, high], each a number or 7; default none beyond the effort limits), plus gravity compensation."""
+    [output_min, output_max] (the seed's default ±0.05 N m; pass the effort limits, e.g.
+    `output_max: [87, 87, 87, 87, 12, 12, 12]`, for the arm's whole range), the goal clipped to
+    `torque_limits` ([low, high], each a number or 7; default none beyond the effort limits), plus
+    gravity compensation."""
 
     name = "joint_torque"
 
-    def __init__(self, arm, output_max=None, output_min=None, torque_limits=None, **kwargs):
-        limit = arm.limits.effort[:7]
+    def __init__(self, arm, output_max=0.05, output_min=-0.05, torque_limits=None, **kwargs):
         self.goal_torque_limits = None
         if torque_limits is not None:
             try:
@@ -130,8 +174,7 @@ class JointTorqueController(Controller):
             if low.shape != (7,) or high.shape != (7,) or not np.all(low <= high) or np.isnan(low + high).any():
                 raise ValueError(f"torque_limits must be [low, high] with low <= high, 7 or one each, got {torque_limits!r}")
             self.goal_torque_limits = (low, high)
-        super().__init__(arm, output_max=limit if output_max is None else output_max,
-                         output_min=-limit if output_min is None else output_min, **kwargs)
+        super().__init__(arm, output_max=output_max, output_min=output_min, **kwargs)
         self.goal = np.zeros(7)
         self.interpolator = LinearInterpolator(self.goal, self.interpolation_steps) if self.interpolation else None
 
