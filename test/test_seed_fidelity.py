@@ -286,3 +286,37 @@ def test_the_seeds_ik_helpers_work_on_the_controllers_copy(sim):
     finally:
         c.close()
     assert c.solver is sim.arm.solver and not c.own_solver
+
+
+# --- 9: Reasoner.visibility from a plain script, without a __main__ guard --------------------------------
+PLAIN_SCRIPT = """
+from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.config import load_config
+from binpick_sim.paths import default_config
+from binpick_sim.reasoning import Reasoner
+
+print("script body runs", flush=True)
+sim = BinPickingSim(load_config(default_config()))
+sim.reset(seed=0)
+reasoner = Reasoner(sim)
+answer = reasoner.visibility(reasoner.default_view(), 64, 48)
+print("seen:", sorted(name for name, a in answer.items() if a["pixels"] > 0), flush=True)
+reasoner.close()
+sim.close()
+"""
+
+
+@pytest.mark.slow
+def test_visibility_works_from_a_plain_script_without_a_main_guard(tmp_path):
+    """The render worker is a fresh `python -m` process: it does not run the user's script again (with
+    multiprocessing's spawn it did, and the script's second run failed starting a worker of its own)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_SCRIPT)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("script body runs") == 1, result.stdout  # the worker did not run it again
+    assert "seen: [" in result.stdout and "object_" in result.stdout, result.stdout

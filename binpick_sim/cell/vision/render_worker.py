@@ -12,13 +12,22 @@ rate, not the physics rate.
 The reasoner's `visible` / `occluding` are answered by a worker of their own (`VisibilityRequest`): the
 same mirror, masks drawn by the scene file's renderer (visibility.py), which the live process cannot
 do when that renderer is `egl` and the live world already holds the process's one EGL client.
+
+The worker is a fresh Python (`python -m binpick_sim.cell.vision.render_worker`), never a fork (a process
+with DDS threads must not fork), and not multiprocessing's spawn either: spawn runs the parent's main
+script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
+reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
+over a socket pair with multiprocessing's Connection (pickled messages).
 """
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -83,14 +92,15 @@ class RenderWorker:
     (`SceneState` requests) or the reasoner's masks (`VisibilityRequest`)."""
 
     def __init__(self, config: Config, renderer: str):
-        context = multiprocessing.get_context("spawn")  # never fork a process with DDS threads
-        self.connection, child = context.Pipe()
         data = config_to_dict(dataclasses.replace(
             config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
-        self.process = context.Process(target=_serve, args=(child, data, os.getpid()), daemon=True,
-                                       name="binpick_render")
-        self.process.start()
-        child.close()
+        ours, theirs = socket.socketpair()
+        self.connection = Connection(ours.detach())
+        try:
+            self.process = WorkerProcess(theirs.fileno())
+        finally:
+            theirs.close()
+        self.connection.send(data)  # the first message: the scene the worker builds
         self.busy = False
 
     def request(self, state: SceneState | VisibilityRequest) -> None:
@@ -133,6 +143,42 @@ class RenderWorker:
             self.process.kill()
             self.process.join(1.0)
         self.connection.close()
+
+
+class WorkerProcess:
+    """The worker's Python, with the few calls of multiprocessing.Process that its owners use."""
+
+    def __init__(self, fd: int):
+        self.popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), str(os.getpid())], pass_fds=(fd,))
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def main(argv: list[str]) -> None:
+    """The worker process: its end of the socket pair and its parent's pid from the command line, the
+    scene as the first message."""
+    connection = Connection(int(argv[0]))
+    try:
+        data = connection.recv()
+    except EOFError:
+        return
+    _serve(connection, data, int(argv[1]))
 
 
 def _serve(connection, data: dict, parent: int) -> None:
@@ -202,3 +248,11 @@ def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
             c.resetJointState(arm.body, joint, position)
     for bin_, pose in zip(sim.scene.bins, state.bins):
         c.resetBasePositionAndOrientation(bin_.body, *pose)
+
+
+if __name__ == "__main__":
+    # Through the package's own module, not this __main__ copy: the messages' classes must be the ones the
+    # parent pickles (binpick_sim.cell.vision.render_worker.SceneState, ...), or isinstance would not know them.
+    from binpick_sim.cell.vision.render_worker import main as _main
+
+    _main(sys.argv[1:])
