@@ -320,3 +320,96 @@ def test_visibility_works_from_a_plain_script_without_a_main_guard(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("script body runs") == 1, result.stdout  # the worker did not run it again
     assert "seen: [" in result.stdout and "object_" in result.stdout, result.stdout
+
+
+# --- 1: a camera changed at run time is the scene file's again after reset -------------------------------
+def small_env(env_id="binpick_sim/FrankaPosition-v0", **kwargs):
+    import gymnasium as gym
+
+    import binpick_sim.envs  # noqa: F401  (registers the ids)
+
+    return gym.make(env_id, backend=kwargs.pop("backend", "direct"), camera_size=(64, 48), **kwargs)
+
+
+@pytest.mark.slow
+def test_reset_restores_the_camera_that_recompute_view_and_projection_matrix_changed():
+    from gymnasium.utils.env_checker import check_env
+
+    env = small_env()
+    try:
+        env.reset(seed=0)
+        env.unwrapped.recompute_view_and_projection_matrix([0.5, 0.6, 0.5], [0.5, 0.0, 0.0], 50.0, 0.05, 2.0,
+                                                           render_width=32, render_height=24)
+        observation, *_ = env.step(env.action_space.sample())
+        assert observation["rgb"].shape == (24, 32, 3)  # the seed's recompute: the images change at once
+        camera = env.unwrapped.backend.sim.camera
+        position, rotation = camera.link_pose()
+        assert position == pytest.approx([0.5, 0.6, 0.5])
+        forward = np.array([0.0, -0.6, -0.5]) / np.linalg.norm([0.0, -0.6, -0.5])
+        assert rotation[:, 0] == pytest.approx(forward) and rotation[2, 2] > 0  # looks at the target, z up
+        observation, _ = env.reset(seed=1)
+        assert env.observation_space.contains(observation)  # the scene file's camera again
+        assert camera.config == env.unwrapped.config.camera
+        camera.set_view(width=16, height=12)  # changed in the core directly: the same
+        observation, _ = env.reset(seed=2)
+        assert observation["rgb"].shape == (48, 64, 3)
+        with pytest.raises(ValueError):
+            env.unwrapped.recompute_view_and_projection_matrix([0, 0, 1], [0, 0, 0], 50.0, 0.05, 2.0)  # up = line of sight
+        with pytest.raises(ValueError):
+            env.unwrapped.recompute_view_and_projection_matrix([0.5, 0.6, 0.5], [0.5, 0, 0], 50.0, 2.0, 1.0)  # near > far
+        assert camera.config == env.unwrapped.config.camera  # refused: nothing changed
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+# --- 8: the seed's scene_modes / load_scene(mode) -----------------------------------------------------------
+@pytest.mark.slow
+def test_load_scene_switches_between_the_training_set_the_test_set_and_the_two_arm_cell():
+    from binpick_sim.cell.scene import object_files
+
+    env = small_env(observation="image")
+    try:
+        unwrapped = env.unwrapped
+        assert set(unwrapped.scene_modes) == {"train", "test", "two_arms"}
+        env.reset(seed=0)
+        train = {str(f) for f in object_files("train")}
+        assert {str(o.urdf) for o in unwrapped.backend.sim.scene.objects} <= train
+        unwrapped.load_scene("test")
+        observation, _ = env.reset(seed=0)
+        held_out = {str(f) for f in object_files("test")}
+        assert {str(o.urdf) for o in unwrapped.backend.sim.scene.objects} <= held_out
+        assert env.observation_space.contains(observation) and unwrapped.scene_mode == "test"
+        unwrapped.load_scene("two_arms")
+        observation, _ = env.reset(seed=0)
+        assert [a.config.name for a in unwrapped.backend.sim.arms] == ["left", "right"]
+        assert env.observation_space.contains(observation)  # same image size whatever the scene
+        observation, *_ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(observation)
+        unwrapped.load_scene("train")  # back to this env's own scene file
+        env.reset(seed=0)
+        assert len(unwrapped.backend.sim.arms) == 1
+        with pytest.raises(ValueError, match="unknown scene mode 'kitchen'"):
+            unwrapped.load_scene("kitchen")
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+def test_on_the_ros_backend_too_reset_restores_the_changed_camera():
+    """The ROS backend sets the sim's camera node parameters, and puts the scene file's back at reset."""
+    env = small_env(backend="ros")
+    try:
+        env.reset(seed=0)
+        env.unwrapped.recompute_view_and_projection_matrix([0.5, 0.6, 0.5], [0.5, 0.0, 0.0], 50.0, 0.05, 2.0,
+                                                           render_width=32, render_height=24)
+        observation, *_ = env.step(env.action_space.sample())
+        assert observation["rgb"].shape == (24, 32, 3)
+        observation, _ = env.reset(seed=1)
+        assert env.observation_space.contains(observation)
+        with pytest.raises(ValueError, match="camera refused"):
+            env.unwrapped.recompute_view_and_projection_matrix([0.5, 0.6, 0.5], [0.5, 0, 0], 50.0, 2.0, 1.0)
+        observation, _ = env.reset(seed=2)  # whatever the refused call left changed is restored
+        assert env.observation_space.contains(observation)
+    finally:
+        env.close()

@@ -7,6 +7,7 @@ seed and actions.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -62,8 +63,14 @@ class DirectBackend:
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         self.sim.reset(seed=seed, keep_object_type=keep_object_type)
+        if self.sim.camera.config != self.sim.config.camera:  # changed at run time: the scene file's again
+            self.set_camera(dataclasses.asdict(self.sim.config.camera))
         self.task.reset()
         return self.observe(self.task.update().as_dict())
+
+    def set_camera(self, changes: dict) -> None:
+        """Change the camera (CameraConfig fields) until the next reset, or nothing if a value is wrong."""
+        self.sim.camera.reconfigure(**changes)
 
     def step(self, command: str, values: np.ndarray, steps: int, until_reached: bool = False) -> Observation:
         """`until_reached`: `steps` is a bound; stop after the first step that leaves the arm at its
@@ -136,6 +143,7 @@ class RosBackend:
         from ..nodes.servers.task_node import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
+        self.configured_camera = dataclasses.asdict(config.camera)  # what a reset restores (set_camera)
         self.namespace = namespace or f"/binpick_env_{os.getpid()}_{next(self._count)}"
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
@@ -165,6 +173,11 @@ class RosBackend:
         if seed is not None:
             parameters.append(Parameter("seed", value=int(seed)))
         self._set_world_parameters(parameters)
+        if getattr(self, "camera_changed", False):  # changed at run time: the scene file's camera again
+            try:
+                self.set_camera(self.configured_camera)
+            except ValueError:  # the node checks each value against the others as they are (near < far):
+                self.set_camera(self.configured_camera)  # a second pass finds the first one's values set
         answer = self.client.call("world/reset", timeout=self.TIMEOUT)
         if not answer.success:
             raise RuntimeError(f"world/reset failed: {answer.message}")
@@ -214,6 +227,28 @@ class RosBackend:
     def _object(self, name: str, position, orientation, kind: str, size, mesh: str) -> ObjectView:
         vertices = cached_vertices(Geometry(kind, tuple(size), mesh))  # as BinPickingSim.object_views has them
         return ObjectView(name, np.array(position), np.array(orientation), vertices)
+
+    def set_camera(self, changes: dict) -> None:
+        """Change the camera node's parameters (CameraConfig fields) until the next reset; ValueError if the
+        node refuses one (it checks each as it comes: the ones before it may have changed, and the next
+        reset restores them all)."""
+        from rclpy.parameter import Parameter
+
+        values = {k: (list(map(float, v)) if isinstance(v, (tuple, list)) else v) for k, v in changes.items()}
+        self.camera_changed = True  # even if refused halfway: the next reset restores every value
+        self._set_node_parameters("camera", [Parameter(k, value=v) for k, v in values.items()])
+        self.camera_changed = changes != self.configured_camera
+
+    def _set_node_parameters(self, node: str, parameters) -> None:
+        from rclpy.parameter_client import AsyncParameterClient
+
+        client = AsyncParameterClient(self.client.node, node)
+        self.client.spin_until(client.services_are_ready, self.TIMEOUT, f"the {node}'s parameter services")
+        future = client.set_parameters(parameters)
+        self.client.spin_until(future.done, self.TIMEOUT, f"the {node}'s parameters")
+        failed = [r.reason for r in future.result().results if not r.successful]
+        if failed:
+            raise ValueError(f"{node} refused the parameters: {'; '.join(failed)}")
 
     def _set_world_parameters(self, parameters) -> None:
         from rclpy.parameter_client import AsyncParameterClient
