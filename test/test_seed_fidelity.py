@@ -413,3 +413,37 @@ def test_on_the_ros_backend_too_reset_restores_the_changed_camera():
         assert env.observation_space.contains(observation)
     finally:
         env.close()
+
+
+# --- 6: seed 003's get_camera_observation(t) on the time-indexed interface --------------------------------
+@pytest.mark.slow
+def test_camera_observation_of_t_is_the_first_frame_at_or_after_t_blocking_and_refusing_the_too_old():
+    import dataclasses
+
+    from binpick_sim.control.robot_interface import Action, Robot, TimeIndexError
+
+    config = load_config(default_config())
+    config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=64, height=48))
+    with Robot() as plain:
+        with pytest.raises(RuntimeError, match="camera_rate"):
+            plain.frontend.get_camera_observation(0)
+    with pytest.raises(ValueError, match="camera_rate"):
+        Robot(camera_rate=-1.0)
+    with Robot(config, realtime_factor=1.0, camera_rate=50.0) as robot:
+        front = robot.frontend
+        t = front.append_desired_action(Action())
+        first = front.get_camera_observation(t)  # blocks until the worker has drawn one
+        assert first.t >= t and first.rgb.shape == (48, 64, 3) and first.depth.shape == (48, 64)
+        assert np.isfinite(first.depth).any() and first.k.shape == (3, 3)
+        later = front.get_current_timeindex() + 300  # the future: blocks until the robot is there and a frame drawn
+        frame = front.get_camera_observation(later)
+        assert frame.t >= later and front.get_current_timeindex() >= frame.t
+        assert frame.timestamp_ms == pytest.approx(front.get_timestamp_ms(frame.t))
+        series = robot.backend.camera_series
+        assert not [f for f in series.frames if later <= f.t < frame.t]  # the first at or after, none skipped
+        assert front.get_camera_observation(frame.t) is frame
+        front.wait_until_timeindex(frame.t + 1100)  # the robot's buffer (1000) has moved past index `later`
+        with pytest.raises(TimeIndexError, match="no longer kept"):
+            front.get_camera_observation(later)
+        with pytest.raises(TimeIndexError, match="does not exist"):
+            front.get_camera_observation(-1)

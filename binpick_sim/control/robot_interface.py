@@ -268,6 +268,15 @@ class RobotFrontend:
     def get_current_timeindex(self) -> int:
         return self.backend.current()
 
+    def get_camera_observation(self, t: int):
+        """Seed 003: the camera frame of time index t, i.e. the first one captured at or after t
+        (camera_series.CameraObservation; its `t` says which). Blocks if there is none yet; TimeIndexError
+        if t is too old; RuntimeError if this robot records no camera (Robot(camera_rate=...))."""
+        series = getattr(self.backend, "camera_series", None)
+        if series is None:
+            raise RuntimeError("this robot records no camera frames: make it with Robot(camera_rate=...)")
+        return series.get(t, self.timeout)
+
     def wait_until_timeindex(self, t: int) -> None:
         self.backend.observations.wait_for(t, self.timeout)
 
@@ -285,8 +294,12 @@ class Robot:
     """
 
     def __init__(self, config=None, rate: float = 1000.0, realtime_factor: float = 1.0, seed: int = 0,
-                 max_action_repetitions: int = 0, gravity_compensation: bool = True):
+                 max_action_repetitions: int = 0, gravity_compensation: bool = True, camera_rate: float = 0.0):
+        """`camera_rate`: frames per second of sim time of the scene file's camera for
+        `get_camera_observation` (at most that: a frame is drawn while the robot runs on); 0: none."""
         import dataclasses
+        if not (np.isfinite(camera_rate) and 0.0 <= camera_rate <= rate):
+            raise ValueError(f"camera_rate must be from 0 (no camera) to the physics rate {rate:g} Hz, got {camera_rate}")
 
         from ..config import load_config
         from ..paths import default_config
@@ -299,10 +312,18 @@ class Robot:
         self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=True)  # idle until the first action
         self.backend = RobotBackend(self.sim.arm, self.loop, max_action_repetitions, gravity_compensation)
         self.frontend = RobotFrontend(self.backend)
+        if camera_rate > 0:
+            from .camera_series import CameraSeries
+
+            self.backend.camera_series = CameraSeries(self.sim, self.backend, round(rate / camera_rate))
+            self.backend.on_step.append(self.backend.camera_series.on_step)
         self.loop.start()
 
     def close(self) -> None:
         self.loop.stop()
+        series = getattr(self.backend, "camera_series", None)
+        if series is not None:
+            series.close()
         self.sim.close()
 
     def __enter__(self) -> "Robot":
