@@ -447,3 +447,26 @@ def test_camera_observation_of_t_is_the_first_frame_at_or_after_t_blocking_and_r
             front.get_camera_observation(later)
         with pytest.raises(TimeIndexError, match="does not exist"):
             front.get_camera_observation(-1)
+
+
+# --- the README's seed table: every row ✓, partial or different, and its summary counts them --------------
+def test_the_seed_table_gives_every_row_a_status_and_its_summary_counts_them():
+    import re
+    from collections import Counter
+
+    section = readme_section("## Seed fidelity")
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in section.splitlines()
+            if re.match(r"\| \d+ \|", line)]
+    assert [int(r[0]) for r in rows] == list(range(1, len(rows) + 1))
+    assert all(len(r) == 5 and r[1] in ("000", "001", "002", "003", "004") for r in rows), rows
+    assert {r[1] for r in rows} == {"000", "001", "002", "003", "004"}  # every seed
+    counts = Counter(r[3] for r in rows)
+    assert set(counts) <= {"✓", "partial", "different", "missing"}
+    assert all(r[4] for r in rows if r[3] != "✓"), "a partial / different row says what or why"
+    summary = re.search(r"(\d+) rows .*?: (\d+) ✓, (\d+) partial \(([\d, ]*)\), (\d+) different\s*\(([\d, ]*)\), "
+                        r"(\d+) missing", section, re.S)
+    total, ok, partial, partial_rows, different, different_rows, missing = summary.groups()
+    assert int(total) == len(rows) and int(ok) == counts["✓"] and int(missing) == counts["missing"]
+    for status, count, numbers in (("partial", partial, partial_rows), ("different", different, different_rows)):
+        assert int(count) == counts[status]
+        assert [int(n) for n in numbers.split(",")] == [int(r[0]) for r in rows if r[3] == status]
