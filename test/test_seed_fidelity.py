@@ -470,3 +470,36 @@ def test_the_seed_table_gives_every_row_a_status_and_its_summary_counts_them():
     for status, count, numbers in (("partial", partial, partial_rows), ("different", different, different_rows)):
         assert int(count) == counts[status]
         assert [int(n) for n in numbers.split(",")] == [int(r[0]) for r in rows if r[3] == status]
+
+
+@pytest.mark.slow
+def test_over_ros_the_frontend_gives_the_same_camera_observations(ros_context, tmp_path):
+    import yaml
+
+    from conftest import parameters
+    from binpick_sim.control.robot_interface import Action, TimeIndexError
+    from binpick_sim.nodes.clients.robot_client import RosRobotFrontend
+    from binpick_sim.nodes.process.stack import SimStack
+
+    data = yaml.safe_load(default_config().read_text())
+    data["camera"].update(width=64, height=48)
+    scene = tmp_path / "scene.yaml"
+    scene.write_text(yaml.safe_dump(data))
+    world = parameters(robot_interface=True, realtime_factor=0.5, camera=False, config=str(scene))
+    with SimStack(ros_context, {"world": world, "robot": parameters(camera_rate=20.0)}) as stack, \
+            RosRobotFrontend(context=ros_context) as front:
+        t = front.append_desired_action(Action())
+        later = front.get_current_timeindex() + 200
+        frame = front.get_camera_observation(later)
+        assert frame.t >= later and frame.rgb.shape == (48, 64, 3) and frame.depth.shape == (48, 64)
+        local = next(n for n in stack.nodes if n.get_name() == "robot").backend.camera_series.get(later, 10.0)
+        assert local.t == frame.t and np.array_equal(local.rgb, frame.rgb) and np.array_equal(local.depth, frame.depth)
+        assert frame.timestamp_ms == pytest.approx(local.timestamp_ms) and np.allclose(frame.k, local.k)
+        assert frame.stamp == pytest.approx(local.stamp, abs=1e-9)
+        with pytest.raises(TimeIndexError):
+            front.get_camera_observation(-1)
+        assert t >= 0
+    with SimStack(ros_context, {"world": world}), RosRobotFrontend(context=ros_context) as front:
+        front.append_desired_action(Action())
+        with pytest.raises(RuntimeError, match="camera_rate"):
+            front.get_camera_observation(0)

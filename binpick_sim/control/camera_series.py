@@ -49,6 +49,7 @@ class CameraSeries:
         self.pending: tuple[int, float] | None = None  # (t, timestamp_ms) of the frame being drawn
         self.next_capture = 0
         self.error = ""
+        self.on_frame: list = []  # callbacks(frame) after a frame is recorded (the robot node publishes it)
 
     def on_step(self, t: int) -> None:
         """Physics thread: collect a finished frame, and ask for the next once `period` indices passed."""
@@ -77,6 +78,8 @@ class CameraSeries:
             while len(self.frames) > self.maxlen:
                 self.dropped = self.frames.popleft().t
             self.changed.notify_all()
+        for callback in self.on_frame:
+            callback(frame)
 
     def get(self, t: int, timeout: float | None = None) -> CameraObservation:
         """The first frame captured at or after robot time index `t`; blocks until there is one."""

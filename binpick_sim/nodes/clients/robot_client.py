@@ -10,10 +10,12 @@ import rclpy
 from rclpy.context import Context
 from rclpy.experimental import EventsExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
+from ...control.camera_series import CameraObservation, CameraSeries
 from ...control.robot_interface import Action, Observation, RobotFrontend, Status, TimeSeries
-from ..servers.robot_node import ACTION_SIZE, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
+from ..servers.robot_node import ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
 
 
 class RosRobotFrontend(RobotFrontend):
@@ -21,6 +23,12 @@ class RosRobotFrontend(RobotFrontend):
 
     def __init__(self, namespace: str = "", context: Context | None = None, timeout: float | None = 30.0):
         super().__init__(_TopicBackend(namespace, context, timeout), timeout)
+
+    def get_camera_observation(self, t: int) -> CameraObservation:
+        """As in process (seed 003), from the robot node's robot/camera/* topics (its `camera_rate`)."""
+        if self.backend.camera_index.get_publisher_count() == 0:
+            raise RuntimeError("the robot node publishes no camera frames: start it with camera_rate > 0")
+        return super().get_camera_observation(t)
 
     def close(self) -> None:
         self.backend.close()
@@ -49,6 +57,13 @@ class _TopicBackend:
         self.node.create_subscription(Int64MultiArray, "robot/accepted", self._on_accepted, 100)
         self.node.create_subscription(String, "robot/error", self._on_error,
                                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        # seed 003's camera frames: the robot node's three camera topics joined by stamp
+        self.camera_series = CameraSeries(None, self, 1)
+        self.camera_parts: dict[tuple[int, int], dict] = {}
+        for topic, kind in zip(CAMERA_TOPICS, ("rgb", "depth", "index")):
+            subscription = self.node.create_subscription(Float64MultiArray if kind == "index" else Image, topic,
+                                                         lambda msg, kind=kind: self._on_camera(kind, msg), CAMERA_QOS)
+        self.camera_index = subscription
         self.answers: dict[int, int] = {}
         self.answered = threading.Condition()
         self.requests = itertools.count(1)
@@ -110,6 +125,25 @@ class _TopicBackend:
         self.timestamps.append(t, float(parts["timestamp_ms"][0]))
         self.observations.append(t, Observation(parts["position"], parts["velocity"], parts["torque"],
                                                 parts["tip_force"]))
+
+    def _on_camera(self, kind: str, msg) -> None:
+        if kind == "index":
+            key = (int(msg.data[2]), int(msg.data[3]))
+        else:
+            key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        parts = self.camera_parts.setdefault(key, {})
+        parts[kind] = msg
+        if len(parts) < 3:
+            while len(self.camera_parts) > 3 * CAMERA_QOS.depth:  # a part whose others never came
+                self.camera_parts.pop(next(iter(self.camera_parts)))
+            return
+        del self.camera_parts[key]
+        rgb, depth, index = parts["rgb"], parts["depth"], np.asarray(parts["index"].data)
+        self.camera_series._append(CameraObservation(
+            int(index[0]), float(index[1]), key[0] + key[1] * 1e-9,
+            np.frombuffer(bytes(rgb.data), np.uint8).reshape(rgb.height, rgb.step)[:, :rgb.width * 3]
+            .reshape(rgb.height, rgb.width, 3),
+            np.frombuffer(bytes(depth.data), np.float32).reshape(depth.height, depth.width), index[4:13].reshape(3, 3)))
 
     def close(self) -> None:
         self.executor.shutdown()

@@ -7,19 +7,27 @@ A request id is a whole number from 0 to 2**53 (every such number survives the t
 any other id (NaN, inf, 1e300, -3, 2.5) rejects the action, answered [-1, -1]: no Int64 can echo it.
     robot/steps            out  std_msgs/Float64MultiArray  one per time index (layout in STEP_LAYOUT)
     robot/error            out  std_msgs/String (transient local)  the error message, once in error
+
+With `camera_rate` > 0 (seed 003's camera observations), each camera frame the backend records:
+    robot/camera/image_raw         out  sensor_msgs/Image (rgb8)   stamped with the frame's sim time
+    robot/camera/depth/image_raw   out  sensor_msgs/Image (32FC1)  the same stamp
+    robot/camera/frames            out  std_msgs/Float64MultiArray [t, timestamp_ms, stamp sec, stamp nanosec, K x9]
+(the frontend joins the three by stamp).
 """
 from __future__ import annotations
 
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
 from ...control.robot_interface import N, Action, RobotBackend
 from ...cell.sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
-from ..common.params import declare
+from ..common import convert
+from ..common.params import MAX_RATE, declare
 
 ACTION_SIZE = 4 * N
 # robot/steps: name and length of each part, in order
@@ -31,6 +39,8 @@ MAX_REPETITIONS = 10 ** 9  # about 11 days at 1 kHz
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53
 STEPS_QOS = QoSProfile(depth=1000)  # a whole buffer's worth, so a slow reader loses nothing
+CAMERA_QOS = QoSProfile(depth=30)  # the camera series' buffer
+CAMERA_TOPICS = ("robot/camera/image_raw", "robot/camera/depth/image_raw", "robot/camera/frames")
 
 
 class RobotNode(Node):
@@ -51,6 +61,38 @@ class RobotNode(Node):
                                            values=lambda: {"time_index": self.backend.current()})
         self.backend.on_step.append(self.publish_step)
         self.error_sent = False
+        camera_rate = declare(self, "camera_rate", 0.0, "Frames per second of sim time of the scene's camera "
+                              "on robot/camera/* for get_camera_observation (at most: drawn in a render worker "
+                              "while the robot runs on); 0: none.", read_only=True, low=0.0, high=MAX_RATE)
+        self.camera_series = None
+        if camera_rate > 0:
+            self.add_camera(sim, camera_rate)
+
+    def add_camera(self, sim: BinPickingSim, rate: float) -> None:
+        from ...control.camera_series import CameraSeries
+
+        period = max(1, round(1.0 / (sim.world.timestep * rate)))
+        self.camera_series = self.backend.camera_series = CameraSeries(sim, self.backend, period)
+        self.backend.on_step.append(self.camera_series.on_step)
+        self.camera_publishers = [self.create_publisher(kind, topic, CAMERA_QOS)
+                                  for kind, topic in zip((Image, Image, Float64MultiArray), CAMERA_TOPICS)]
+        self.camera_series.on_frame.append(self.publish_camera)
+        self.optical_frame = sim.camera.optical_frame
+
+    def publish_camera(self, frame) -> None:
+        """Physics thread: one recorded frame on the three camera topics, the index message last."""
+        rgb, depth, index = self.camera_publishers
+        image = convert.rgb_image(frame.stamp, frame.rgb, self.optical_frame)
+        rgb.publish(image)
+        depth.publish(convert.depth_image(frame.stamp, frame.depth, self.optical_frame))
+        stamp = image.header.stamp
+        index.publish(Float64MultiArray(data=[float(frame.t), float(frame.timestamp_ms), float(stamp.sec),
+                                              float(stamp.nanosec), *np.asarray(frame.k, float).ravel().tolist()]))
+
+    def destroy_node(self):
+        if self.camera_series is not None:
+            self.camera_series.close()
+        return super().destroy_node()
 
     def on_action(self, msg: Float64MultiArray) -> None:
         data = np.asarray(msg.data, dtype=float)
