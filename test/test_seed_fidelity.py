@@ -469,7 +469,7 @@ def test_the_seed_table_gives_every_row_a_status_and_its_summary_counts_them():
     assert int(total) == len(rows) and int(ok) == counts["✓"] and int(missing) == counts["missing"]
     for status, count, numbers in (("partial", partial, partial_rows), ("different", different, different_rows)):
         assert int(count) == counts[status]
-        assert [int(n) for n in numbers.split(",")] == [int(r[0]) for r in rows if r[3] == status]
+        assert [int(n) for n in numbers.split(",") if n.strip()] == [int(r[0]) for r in rows if r[3] == status]
 
 
 @pytest.mark.slow
@@ -503,3 +503,24 @@ def test_over_ros_the_frontend_gives_the_same_camera_observations(ros_context, t
         front.append_desired_action(Action())
         with pytest.raises(RuntimeError, match="camera_rate"):
             front.get_camera_observation(0)
+
+
+def test_ik_set_goal_takes_the_seeds_global_goal_set_ik(sim):
+    from scipy.spatial.transform import Rotation
+
+    from binpick_sim.control.controllers import InverseKinematicsController
+
+    sim.arm.move_to(sim.arm.ik(sim.scene.pick_bin.to_world([0, 0, 0.25]), sim.arm.ee_yaw()))
+    c = InverseKinematicsController(sim.arm)
+    c.engage()
+    target = c.state.ee_position + [0.03, -0.02, -0.04]  # farther than ik_pos_limit: a goal, not a delta
+    turned = Rotation.from_rotvec([0, 0, 0.3]) * Rotation.from_matrix(c.state.ee_rotation)
+    c.set_goal(np.zeros(6), set_ik=[*target, *turned.as_quat()])
+    sim.world.step(240)
+    position, orientation = sim.arm.ee_pose()
+    assert np.linalg.norm(position - target) < 0.003
+    assert (Rotation.from_quat(orientation) * turned.inv()).magnitude() < 0.02
+    goal = c.goal.copy()
+    with pytest.raises(ValueError, match="set_ik"):
+        c.set_goal(np.zeros(6), set_ik=[0.5, 0, 0.3, 0, 0, 0, 0])
+    assert np.array_equal(c.goal, goal)  # refused: the goal stays

@@ -310,11 +310,21 @@ class InverseKinematicsController(Controller):
                 self.clipped = True
         return dpos, rotation
 
-    def set_goal(self, delta) -> None:
+    def set_goal(self, delta, set_ik=None) -> None:
+        """`set_ik` (seed: the global goal, which it leaves TODO): [x y z qx qy qz qw], the grasp target's
+        position [m] and orientation in the world, overriding `delta` (which is still checked)."""
         delta = self.checked(delta)
-        dpos, rotation = self.clip_ik_input(delta[:3], delta[3:])
-        position = self.state.ee_position + dpos
-        orientation = Rotation.from_rotvec(rotation) * Rotation.from_matrix(self.state.ee_rotation)
+        if set_ik is not None:
+            pose = finite(set_ik, "set_ik")
+            if pose.shape != (7,) or not np.linalg.norm(pose[3:]) > 1e-9:
+                raise ValueError(f"set_ik takes a position and a quaternion x y z w (7 values, the quaternion not "
+                                 f"zero), got {pose.tolist()}")
+            position, orientation = self.arm.solver.bound(pose[:3]), Rotation.from_quat(pose[3:])
+            self.clipped = self.clipped or not np.array_equal(position, pose[:3])
+        else:
+            dpos, rotation = self.clip_ik_input(delta[:3], delta[3:])
+            position = self.state.ee_position + dpos
+            orientation = Rotation.from_rotvec(rotation) * Rotation.from_matrix(self.state.ee_rotation)
         start = self.arm.joint_states()[0]
         q, self.ik_error = self.solver.solve(start, position, orientation.as_quat(), rounds=self.converge_steps)
         self.goal = q[:7]
