@@ -145,42 +145,6 @@ class RenderWorker:
         self.connection.close()
 
 
-class WorkerProcess:
-    """The worker's Python, with the few calls of multiprocessing.Process that its owners use."""
-
-    def __init__(self, fd: int):
-        self.popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), str(os.getpid())], pass_fds=(fd,))
-        self.pid = self.popen.pid
-
-    def is_alive(self) -> bool:
-        return self.popen.poll() is None
-
-    @property
-    def exitcode(self) -> int | None:
-        return self.popen.poll()
-
-    def kill(self) -> None:
-        if self.is_alive():
-            self.popen.kill()
-
-    def join(self, timeout: float | None = None) -> None:
-        try:
-            self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-
-
-def main(argv: list[str]) -> None:
-    """The worker process: its end of the socket pair and its parent's pid from the command line, the
-    scene as the first message."""
-    connection = Connection(int(argv[0]))
-    try:
-        data = connection.recv()
-    except EOFError:
-        return
-    _serve(connection, data, int(argv[1]))
-
-
 def _serve(connection, data: dict, parent: int) -> None:
     """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
     from .labels import ROBOT, relabel
@@ -248,6 +212,42 @@ def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
             c.resetJointState(arm.body, joint, position)
     for bin_, pose in zip(sim.scene.bins, state.bins):
         c.resetBasePositionAndOrientation(bin_.body, *pose)
+
+
+class WorkerProcess:
+    """The worker's Python, with the few calls of multiprocessing.Process that its owners use."""
+
+    def __init__(self, fd: int):
+        self.popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), str(os.getpid())], pass_fds=(fd,))
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def main(argv: list[str]) -> None:
+    """The worker process: its end of the socket pair and its parent's pid from the command line, the
+    scene as the first message."""
+    connection = Connection(int(argv[0]))
+    try:
+        data = connection.recv()
+    except EOFError:
+        return
+    _serve(connection, data, int(argv[1]))
 
 
 if __name__ == "__main__":

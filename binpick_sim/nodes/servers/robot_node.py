@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
@@ -34,13 +33,13 @@ ACTION_SIZE = 4 * N
 STEP_LAYOUT = [("t", 1), ("timestamp_ms", 1), ("action_repetitions", 1), ("error_status", 1),
                ("position", N), ("velocity", N), ("torque", N), ("tip_force", 2),
                ("desired", ACTION_SIZE), ("applied", ACTION_SIZE)]
+CAMERA_QOS = QoSProfile(depth=30)  # the camera series' buffer
+CAMERA_TOPICS = ("robot/camera/image_raw", "robot/camera/depth/image_raw", "robot/camera/frames")
 REJECTED, IN_ERROR = -1, -2
 MAX_REPETITIONS = 10 ** 9  # about 11 days at 1 kHz
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53
 STEPS_QOS = QoSProfile(depth=1000)  # a whole buffer's worth, so a slow reader loses nothing
-CAMERA_QOS = QoSProfile(depth=30)  # the camera series' buffer
-CAMERA_TOPICS = ("robot/camera/image_raw", "robot/camera/depth/image_raw", "robot/camera/frames")
 
 
 class RobotNode(Node):
@@ -69,6 +68,8 @@ class RobotNode(Node):
             self.add_camera(sim, camera_rate)
 
     def add_camera(self, sim: BinPickingSim, rate: float) -> None:
+        from sensor_msgs.msg import Image
+
         from ...control.camera_series import CameraSeries
 
         period = max(1, round(1.0 / (sim.world.timestep * rate)))
