@@ -163,6 +163,25 @@ class FrankaEnv(gym.Env):
                 "grab_limit_reached": status["grab_limit_reached"], "objects_left": status["objects_left"],
                 "removed_outside": status["removed_outside"], "episode_time": obs.stamp - self.episode_start}
 
+    def render(self):
+        """The last camera frame: rgb (H×W×3 uint8) for "rgb_array", or (rgb, depth) when made with
+        `render_depth=True`; depth (H×W float32, metres along the optical axis) for "depth_array"; None
+        before the first reset and for "human" (PyBullet's window shows it)."""
+        if self.last is None or self.render_mode not in ("rgb_array", "depth_array"):
+            return None
+        if self.render_mode == "depth_array":
+            return self.last.depth
+        return (self.last.rgb, self.last.depth) if self.render_depth else self.last.rgb
+
+    def object_views(self):
+        """Object poses and meshes, as the world/objects markers carry them (for scripted policies)."""
+        return self.last.object_views() if self.last is not None else []
+
+    def close(self) -> None:
+        if getattr(self, "_backend", None) is not None:
+            self._backend.close()
+            self._backend = None
+
     # --- the seed's scene and camera API -------------------------------------------------------
     scene_modes = ("train", "test", "two_arms")  # seed: scene_modes; load_scene(mode) picks one
     scene_mode: str | None = None  # the last load_scene's mode (None: the scene file as given)
@@ -218,25 +237,6 @@ class FrankaEnv(gym.Env):
         if render_height is not None:
             changes["height"] = int(render_height)
         self.backend.set_camera(changes)
-
-    def render(self):
-        """The last camera frame: rgb (H×W×3 uint8) for "rgb_array", or (rgb, depth) when made with
-        `render_depth=True`; depth (H×W float32, metres along the optical axis) for "depth_array"; None
-        before the first reset and for "human" (PyBullet's window shows it)."""
-        if self.last is None or self.render_mode not in ("rgb_array", "depth_array"):
-            return None
-        if self.render_mode == "depth_array":
-            return self.last.depth
-        return (self.last.rgb, self.last.depth) if self.render_depth else self.last.rgb
-
-    def object_views(self):
-        """Object poses and meshes, as the world/objects markers carry them (for scripted policies)."""
-        return self.last.object_views() if self.last is not None else []
-
-    def close(self) -> None:
-        if getattr(self, "_backend", None) is not None:
-            self._backend.close()
-            self._backend = None
 
 
 class FrankaPositionEnv(FrankaEnv):
