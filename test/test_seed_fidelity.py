@@ -429,7 +429,7 @@ def test_camera_observation_of_t_is_the_first_frame_at_or_after_t_blocking_and_r
             plain.frontend.get_camera_observation(0)
     with pytest.raises(ValueError, match="camera_rate"):
         Robot(camera_rate=-1.0)
-    with Robot(config, realtime_factor=1.0, camera_rate=50.0) as robot:
+    with Robot(config, realtime_factor=0.5, camera_rate=50.0) as robot:  # 2 s of wall time per buffer
         front = robot.frontend
         t = front.append_desired_action(Action())
         first = front.get_camera_observation(t)  # blocks until the worker has drawn one
@@ -488,13 +488,16 @@ def test_over_ros_the_frontend_gives_the_same_camera_observations(ros_context, t
     world = parameters(robot_interface=True, realtime_factor=0.5, camera=False, config=str(scene))
     with SimStack(ros_context, {"world": world, "robot": parameters(camera_rate=20.0)}) as stack, \
             RosRobotFrontend(context=ros_context) as front:
-        t = front.append_desired_action(Action())
         robot = next(n for n in stack.nodes if n.get_name() == "robot").backend
+        recorded = {}  # every frame the robot node records (its own buffer keeps 30)
+        stack.loop.run(lambda: robot.camera_series.on_frame.append(lambda f: recorded.__setitem__(f.t, f)))
+        t = front.append_desired_action(Action())
         later = robot.current() + 300  # the robot's own newest index (the frontend's trails it by a burst)
         frame = front.get_camera_observation(later)
         assert frame.t >= later and frame.rgb.shape == (48, 64, 3) and frame.depth.shape == (48, 64)
-        local = robot.camera_series.get(later, 10.0)
-        assert local.t == frame.t and np.array_equal(local.rgb, frame.rgb) and np.array_equal(local.depth, frame.depth)
+        assert not [i for i in recorded if later <= i < frame.t]  # the first recorded at or after `later`
+        local = recorded[frame.t]
+        assert np.array_equal(local.rgb, frame.rgb) and np.array_equal(local.depth, frame.depth)
         assert frame.timestamp_ms == pytest.approx(local.timestamp_ms) and np.allclose(frame.k, local.k)
         assert frame.stamp == pytest.approx(local.stamp, abs=1e-9)
         with pytest.raises(TimeIndexError):
