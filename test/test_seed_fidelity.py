@@ -111,6 +111,12 @@ def test_the_seeds_joint_velocity_law_is_there_and_tracks_at_1khz(sim):
     assert JointVelocityController(sim.arm, law="robosuite", kp=[2.0] * 7).kp == pytest.approx([2.0] * 7)  # as given
     with pytest.raises(ValueError, match="law must be one of"):
         make_controller(sim.arm, "joint_velocity", {"law": "pid"})
+    from binpick_sim.config import ConfigError, config_from_dict, config_to_dict
+
+    data = config_to_dict(load_config(default_config()))
+    data["controller"] = {"type": "joint_velocity", "options": {"kp": "high"}}
+    with pytest.raises(ConfigError, match="options.kp"):  # still refused at load, whatever the law's default
+        config_from_dict(data)
     fast = sim_at(1000)
     try:
         reached = velocities_after(fast, JointVelocityController(fast.arm, law="robosuite"), GOAL, 1.0)

@@ -75,6 +75,12 @@ class JointPositionController(Controller):
 
 
 VELOCITY_LAWS = ("mass_weighted", "robosuite")
+VELOCITY_KP = {"mass_weighted": 30.0, "robosuite": 0.25}  # each law's default kp
+
+
+class _DefaultKp(float):
+    """The kp a caller did not give: a number (so the scene file's `kp: high` is refused at load, as for
+    every numeric option), and recognisably the default, so that the law picks its own."""
 
 
 class JointVelocityController(Controller):
@@ -97,13 +103,13 @@ class JointVelocityController(Controller):
 
     name = "joint_velocity"
 
-    def __init__(self, arm, kp=None, velocity_limits=None, output_max=1.0, output_min=-1.0, law="mass_weighted",
-                 **kwargs):
+    def __init__(self, arm, kp=_DefaultKp(VELOCITY_KP["mass_weighted"]), velocity_limits=None, output_max=1.0,
+                 output_min=-1.0, law="mass_weighted", **kwargs):
         if law not in VELOCITY_LAWS:
             raise ValueError(f"law must be one of {VELOCITY_LAWS}, got {law!r}")
         self.law = law
         robosuite = law == "robosuite"
-        kp = (0.25 if robosuite else 30.0) if kp is None else kp
+        kp = VELOCITY_KP[law] if isinstance(kp, _DefaultKp) else kp
         try:
             scalar, self.kp = np.ndim(kp) == 0, finite(nums2array(kp, 7), "kp")
         except (TypeError, ValueError):
