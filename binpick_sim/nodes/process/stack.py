@@ -119,9 +119,10 @@ class SimStack:
         self._threads: list[threading.Thread] = []
 
     def spin(self) -> None:
-        """Serve on this thread until Ctrl-C or shutdown."""
-        self._start_threads(main=False)
+        """Serve on this thread until Ctrl-C or shutdown. A Ctrl-C while the threads start (the physics
+        thread may be publishing already) stops the stack as cleanly as one later."""
         try:
+            self._start_threads(main=False)
             if self.physics_serves:  # the physics thread serves; this one only waits for the end
                 while self._serving and self.context.ok() and self.loop.running:
                     time.sleep(SPIN_PERIOD)
