@@ -328,32 +328,22 @@ def test_spawn_errors_quote_nothing_of_the_file(core_sim, tmp_path):
 
 # --- 14: spawn folders of a killed sim are removed at the next start -------------------------------------------------
 
-def spawn_folders() -> set[Path]:
+def test_the_spawn_folder_of_a_killed_sim_is_removed_at_the_next_start(ros_context, si, core_sim, tmp_path,
+                                                                       monkeypatch):
+    """In a temp folder of the test's own (TMPDIR), so that other runs' folders are out of sight."""
     import tempfile
 
-    return set(Path(tempfile.gettempdir()).glob("binpick_spawned_*"))
-
-
-def held_by(pid: int, folders) -> list[Path]:
-    """The folders one of whose files `pid` has open."""
-    held = []
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        held += [f for f in folders if target.startswith(f"{f}/")]
-    return held
-
-
-def test_the_spawn_folder_of_a_killed_sim_is_removed_at_the_next_start(ros_context, si, core_sim, tmp_path):
     from binpick_sim.nodes.process.spawn import SimProcess
 
-    sim = SimProcess({"realtime_factor": 0.0, "camera": False}, log=tmp_path / "sim.log")
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    sim = SimProcess({"realtime_factor": 0.0, "camera": False}, log=tmp_path / "sim.log",
+                     env={**os.environ, "TMPDIR": str(private)})
     client = SimClient("fuzz_folders", context=ros_context, topics={})
     try:
         Standard(client, si).ok("get_simulation_state")  # the simulation node (and its folder) is up
-        ours = held_by(sim.process.pid, spawn_folders())
+        ours = list(private.glob("binpick_spawned_*"))
         assert len(ours) == 1, ours
         Entities(core_sim).close()  # a start beside a live sim leaves its folder alone
         assert ours[0].is_dir()
@@ -361,7 +351,7 @@ def test_the_spawn_folder_of_a_killed_sim_is_removed_at_the_next_start(ros_conte
         sim.process.wait(30)
         assert ours[0].is_dir()  # SIGKILL: nobody could remove it
         Entities(core_sim).close()  # the next start does
-        assert not ours[0].exists()
+        assert list(private.glob("binpick_spawned_*")) == []
     finally:
         client.close()
         sim.stop()
