@@ -91,6 +91,7 @@ BAD_URDFS = {
     "joint limit nan": urdf(joint=good_joint(lower="nan")),
     "joint effort 1e308": urdf(joint=good_joint(effort="1e308")),
     "unknown extension nan": urdf().replace("</link>", '<contact><lateral_friction value="nan"/></contact></link>', 1),
+    "nested 100,000 deep": urdf().replace("</link>", "<x>" * 100_000 + "</x>" * 100_000 + "</link>", 1),
 }
 
 
@@ -103,7 +104,7 @@ def test_a_urdf_number_beyond_its_bound_is_refused_and_the_world_stays_finite(co
         with pytest.raises(EntityError) as refused:
             entities.spawn("bad", False, "", BAD_URDFS[name], "world", [0.5, 0.18, 0.2], [0, 0, 0, 1])
         assert refused.value.code == core.RESOURCE_PARSE_ERROR, str(refused.value)
-        assert "number" in str(refused.value) and len(str(refused.value)) < 600, str(refused.value)
+        assert "out of bounds" in str(refused.value) and len(str(refused.value)) < 600, str(refused.value)
         assert client.getNumBodies() == bodies and "bad" not in entities.names()
         core_sim.world.step(60)
         assert all_finite(client)
@@ -311,13 +312,15 @@ def test_spawn_errors_quote_nothing_of_the_file(core_sim, tmp_path):
                                        f'<mesh filename="{secret}.obj"/></geometry></visual>').encode(),
              "number.urdf": urdf(mass=f"{secret}").encode(),
              "huge.urdf": urdf(mass="1e308").encode(),
-             "broken.urdf": f"<robot name='{secret}'><link>".encode()}
+             "broken.urdf": f"<robot name='{secret}'><link>".encode(),
+             "name.urdf": CUBE.replace("name=\"cube\"", f"name='{secret} x'").encode()}
     entities = Entities(core_sim, spawnable_folders=[str(tmp_path)])
     try:
         for name, data in files.items():
             (tmp_path / name).write_bytes(data)
             with pytest.raises(EntityError) as refused:
-                entities.spawn("x", False, str(tmp_path / name), "", "world", [0.5, 0.18, 0.2], [0, 0, 0, 1])
+                entities.spawn("" if name == "name.urdf" else "x", False, str(tmp_path / name), "", "world",
+                               [0.5, 0.18, 0.2], [0, 0, 0, 1])  # "": the file's own name
             message = str(refused.value)
             assert secret not in message and "\\x" not in message and "0xff" not in message and "1e+308" not in message, \
                 (name, message)

@@ -251,7 +251,7 @@ class Entities:
         else:
             raise EntityError(NO_RESOURCE, "neither uri nor resource_string is given")
         root = parse_urdf(text, base, self.roots, package, echo)
-        name = self._new_name(name or root.get("name", ""), allow_renaming)
+        name = self._new_name(name or root.get("name", ""), allow_renaming, quote=echo or bool(name))
         position, orientation = self.to_world(frame_id, position, orientation)
         self._files += 1
         urdf = self._folder.path / f"{self._files:04d}_{name}.urdf"
@@ -271,10 +271,12 @@ class Entities:
         self.sim.scene.add_object(body, urdf, name, (position, orientation))
         return name
 
-    def _new_name(self, wanted: str, allow_renaming: bool) -> str:
+    def _new_name(self, wanted: str, allow_renaming: bool, quote: bool = True) -> str:
+        """`quote`: the refusal may quote `wanted` (false for a name read from a file)."""
         taken = set(self.names())
         if wanted and (not NAME_PATTERN.fullmatch(wanted) or RESERVED_NAME.fullmatch(wanted)):
-            raise EntityError(NAME_INVALID, f"name {wanted!r} is invalid: use a letter, then letters, digits "
+            shown = f"name {wanted[:100]!r}" if quote else "the URDF's robot name"
+            raise EntityError(NAME_INVALID, f"{shown} is invalid: use a letter, then letters, digits "
                                             "or '_' (at most 64), and not object_<k> (the bin's objects)")
         if wanted and wanted not in taken:
             return wanted
@@ -436,7 +438,7 @@ def parse_urdf(text: str, base: Path, roots: SpawnRoots, package: Path | None = 
     try:
         check_numbers(root, echo)
     except NumberError as exc:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"number out of bounds: {exc}") from None
+        raise EntityError(RESOURCE_PARSE_ERROR, f"out of bounds: {exc}") from None
     for k, mesh in enumerate(root.iter("mesh"), 1):
         filename = mesh.get("filename", "")
         shown = repr(filename[:200]) if echo else f"#{k}"

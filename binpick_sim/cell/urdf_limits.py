@@ -20,6 +20,7 @@ import numpy as np
 
 MAX_EXTENT = 2.0  # m: a spawned link's box on any side (the cell's bins are 0.3-0.5 m)
 OTHER_LIMIT = 1e8  # any other number
+MAX_DEPTH = 32  # elements nested in a URDF
 
 
 @dataclass(frozen=True)
@@ -64,20 +65,25 @@ def _where(path: list[str]) -> str:
 
 
 def check_numbers(root: ElementTree.Element, echo: bool) -> None:
-    """Raise NumberError for the first number out of bounds (document order); `echo` quotes values."""
-    def walk(element, path):
+    """Raise NumberError for the first number out of bounds (document order) or for elements nested
+    deeper than MAX_DEPTH (a URDF needs 5; serialising a deeper tree recurses); `echo` quotes values.
+    Iterative: no recursion limit to hit, whatever the document."""
+    pending = [(root, [root.tag])]
+    while pending:
+        element, path = pending.pop()
+        if len(path) > MAX_DEPTH:
+            raise NumberError(f"elements nested more than {MAX_DEPTH} deep")
         for key, text in element.attrib.items():
             bound = NUMBERS.get((element.tag, key))
             if bound is None and key in TEXT:
                 continue
             _check(element, key, text, bound, path, echo)
         counts: dict[str, int] = {}
+        children = []
         for child in element:
-            if not isinstance(child.tag, str):
-                continue
             counts[child.tag] = counts.get(child.tag, 0) + 1
-            walk(child, path + [f"{child.tag}[{counts[child.tag]}]"])
-    walk(root, [root.tag])
+            children.append((child, path + [f"{str(child.tag)[:50]}[{counts[child.tag]}]"]))
+        pending += reversed(children)
 
 
 def _check(element, key, text, bound: Bound | None, path, echo) -> None:
