@@ -141,6 +141,7 @@ def test_bounded_urdfs_still_spawn_and_a_mesh_too_large_once_loaded_is_refused(c
         check_numbers(ElementTree.parse(path).getroot(), echo=False)
 
 
+@pytest.mark.slow
 def test_full_resets_bring_back_a_world_that_a_nan_reached_or_say_they_cannot(ros_context, si):
     """PyBullet directly (the only way left) poisons the ground with a 1e300-scaled mesh: world/reset and
     reset_simulation ALL answer success with every pose finite; a foreign NaN body no reset can repair
@@ -196,6 +197,7 @@ def test_full_resets_bring_back_a_world_that_a_nan_reached_or_say_they_cannot(ro
 
 # --- 1: a client's name filter runs in linear time -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_backtracking_name_filter_is_answered_and_the_clock_keeps_ticking(ros_context, si, tmp_path):
     """`"^" + "(.*)" * 60 + "!"` used to stop the whole process for good (Python's re, holding the GIL on
     the physics thread; SIGINT ignored). Now: answered at once, /clock ticking, SIGINT still stops it."""
@@ -331,6 +333,7 @@ def test_spawn_errors_quote_nothing_of_the_file(core_sim, tmp_path):
 
 # --- 14: spawn folders of a killed sim are removed at the next start -------------------------------------------------
 
+@pytest.mark.slow
 def test_the_spawn_folder_of_a_killed_sim_is_removed_at_the_next_start(ros_context, si, core_sim, tmp_path,
                                                                        monkeypatch):
     """In a temp folder of the test's own (TMPDIR), so that other runs' folders are out of sight."""
@@ -362,6 +365,7 @@ def test_the_spawn_folder_of_a_killed_sim_is_removed_at_the_next_start(ros_conte
 
 # --- 13: rollouts checks --out before any episode -------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("out", ["/proc/binpick_rollouts", "/dev/null/dataset"])
 def test_rollouts_to_an_unwritable_folder_exits_2_at_once(out):
     began = time.monotonic()
