@@ -232,6 +232,15 @@ def test_a_backtracking_name_filter_is_answered_and_the_clock_keeps_ticking(ros_
     assert code == 0, log.read_text()[-3000:]
 
 
+def test_without_re2_a_filter_is_refused_naming_the_package(monkeypatch):
+    from binpick_sim.cell.name_filter import FilterError, compile_filter
+
+    monkeypatch.setitem(sys.modules, "re2", None)  # as on a ROS install without the pip package
+    assert compile_filter("")("object_0")
+    with pytest.raises(FilterError, match="pip install google-re2"):
+        compile_filter("^object_0$")
+
+
 # --- 4: only allowed folders are read or listed, and a listing is bounded -----------------------------------------
 
 def test_spawnables_and_spawns_are_confined_to_the_allowed_folders(ros_context, si, tmp_path):
