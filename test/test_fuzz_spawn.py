@@ -281,6 +281,15 @@ def test_spawnables_and_spawns_are_confined_to_the_allowed_folders(ros_context, 
             client.close()
 
 
+@pytest.mark.slow
+def test_a_spawnable_folder_that_is_not_one_stops_start_up(si):
+    command = [sys.executable, "-m", "binpick_sim.nodes.process.stack", "--ros-args", "-p", "camera:=false",
+               "-p", "simulation:spawnable_folders:=[relative/folder]"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "spawnable_folders" in result.stderr and "relative/folder" in result.stderr, result.stderr[-2000:]
+
+
 def test_a_listing_is_bounded_in_depth_and_count(core_sim, tmp_path, monkeypatch):
     from binpick_sim.cell import spawn_sources
 
