@@ -118,6 +118,12 @@ class FrankaArm:
             for j in self.finger_joints:
                 c.enableJointForceTorqueSensor(self.body, j, True)
 
+    def reload(self) -> None:
+        """Load the arm's body again into a world just rebuilt (World.rebuild), under the id of its
+        construction when loaded in the same order; `reset` then puts it home."""
+        self._load_body()
+        self._set_up_body()
+
     def _reload_if_poisoned(self) -> None:
         """A NaN that once reached PyBullet (a NaN torque) stays in the body for good: resetting its joints
         and base leaves its motors dead. Such an arm is removed and loaded again, under the same body id
@@ -171,6 +177,7 @@ class FrankaArm:
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
         self.gripper_open = True  # seed: reset leaves the gripper open
+        self.delta_clipped = False
         self.set_position_targets(self.home)
 
     def joint_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

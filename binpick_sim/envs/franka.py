@@ -159,7 +159,14 @@ class FrankaEnv(gym.Env):
         status = obs.status
         return {"grabs": status["grabs"], "grabbed": status["grabbed"], "bin_collision": status["bin_collision"],
                 "grab_limit_reached": status["grab_limit_reached"], "objects_left": status["objects_left"],
-                "removed_outside": status["removed_outside"], "episode_time": obs.stamp - self.episode_start}
+                "removed_outside": status["removed_outside"], "episode_time": self._episode_time(obs.stamp)}
+
+    def _episode_time(self, stamp: float) -> float:
+        """Sim seconds since the reset, as whole physics steps times the timestep: the world's clock runs
+        on across episodes, and a plain difference of its stamps would carry last bits that depend on
+        how long the world ran before."""
+        timestep = self.config.simulation.timestep
+        return round((stamp - self.episode_start) / timestep) * timestep
 
     def render(self):
         """The last camera frame: rgb (H×W×3 uint8) for "rgb_array", or (rgb, depth) when made with
