@@ -15,7 +15,9 @@ from .world import World
 
 
 class BinPickingSim:
-    def __init__(self, config: Config, gui: bool | None = None):
+    def __init__(self, config: Config, gui: bool | None = None, drawn: bool = True):
+        """`drawn=False`: nothing will ever render this world (a state-only gym env): the arms are loaded
+        without their visual meshes (~60 MB each; physics and object views are the same)."""
         self.config = config
         gui = config.simulation.gui if gui is None else gui
         sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
@@ -29,7 +31,7 @@ class BinPickingSim:
         self.scene = BinScene(self.world, config.scene)
         # Seed 000's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
         # cameras' mount, the gym envs' arm).
-        self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin) for arm in config.arms]
+        self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin, drawn=drawn) for arm in config.arms]
         self.arm = self.arms[0]
         self.camera = Camera(self.world, config.camera, arm=self.arm)  # the scene file's `camera:`
         # every camera by name: "" is `camera:` (today's topic and frame names), the others `cameras:`
