@@ -44,7 +44,13 @@ demo: $(STAMP)
 demo-two-arms: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.demo --config config/scene_two_arms.yaml --seed $(SEED) --out $(OUT)
 
-test: $(STAMP)
+# The optional video writer (RecordVideo's MoviePy), installed for the tests that record videos.
+VIDEO_STAMP := $(VENV)/.video-installed
+$(VIDEO_STAMP): $(STAMP) requirements-video.txt
+	$(PY) -m pip install --quiet --requirement requirements-video.txt
+	@touch $@
+
+test: $(STAMP) $(VIDEO_STAMP)
 	$(ROS_ENV) $(PY) -m pytest test
 
 # The ROS user's path, as CI runs it (README "Testing on a ROS install"): a venv of the dependencies only

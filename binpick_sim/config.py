@@ -211,6 +211,8 @@ class ControllerConfig:
     options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
 
     def __post_init__(self):
+        if not self.options:  # nothing to check, and no controller code (scipy: ~26 MB) to import for it
+            return
         from .control.controllers.options import option_problems  # the controllers say what their options are
 
         for name, value in self.options.items():

@@ -158,7 +158,9 @@ def run_episode(env, spec: RunSpec, episode: EpisodeSpec, factory) -> tuple[dict
     what the step returned)."""
     observation, info = env.reset(seed=episode.seed)
     act = factory(env.unwrapped, episode.seed)
-    limit = env.unwrapped.config.task.max_episode_steps
+    from .envs.franka import episode_limit
+
+    limit = episode_limit(env) or env.unwrapped.config.task.max_episode_steps
     if spec.max_steps is not None:
         limit = min(limit, spec.max_steps)
     rows, total, terminated, truncated, step = [], 0.0, False, False, 0

@@ -9,8 +9,12 @@ ENV_IDS = {
     "binpick_sim/FrankaDelta-v0": "binpick_sim.envs.franka:FrankaDeltaEnv",
 }
 
+# Episodes end after this many steps under gym.make (TimeLimit truncates; `max_episode_steps=` replaces
+# it): the shipped scene files' `task.max_episode_steps` (the seed's 200).
+MAX_EPISODE_STEPS = 200
+
 for _id, _entry_point in ENV_IDS.items():
     if _id not in gymnasium.registry:
-        gymnasium.register(id=_id, entry_point=_entry_point)
+        gymnasium.register(id=_id, entry_point=_entry_point, max_episode_steps=MAX_EPISODE_STEPS)
 
-__all__ = ["ENV_IDS", "FrankaEnv", "FrankaPositionEnv", "FrankaVelocityEnv", "FrankaDeltaEnv"]
+__all__ = ["ENV_IDS", "MAX_EPISODE_STEPS", "FrankaEnv", "FrankaPositionEnv", "FrankaVelocityEnv", "FrankaDeltaEnv"]

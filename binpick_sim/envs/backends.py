@@ -25,6 +25,24 @@ from ..cell.sim import BinPickingSim
 from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
+# The process that started ROS (rclpy) for a ROS backend, and, in a child forked from such a process, that
+# parent's id: DDS keeps threads and locks that a fork copies mid-use, so a ROS backend made in such a child
+# hangs (README "Gym envs": vector envs).
+_ros_started_in: int | None = None
+_forked_from_ros: int | None = None
+
+
+def _after_fork_in_child() -> None:
+    global _forked_from_ros
+    if _ros_started_in is not None:
+        _forked_from_ros = _ros_started_in
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class ForkedAfterRos(RuntimeError):
+    """A ROS backend asked for in a process forked from one that had started ROS."""
 UNTIL_REACHED = "_until_reached"  # a command's suffix in task/step's codes (task_node.STEP_COMMANDS)
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
 RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
@@ -55,7 +73,7 @@ class DirectBackend:
     """The core simulation in this process."""
 
     def __init__(self, config: Config, images: bool, gui: bool = False):
-        self.sim = BinPickingSim(config, gui=gui)
+        self.sim = BinPickingSim(config, gui=gui, drawn=images or gui)
         self.sim.reset(seed=config.simulation.seed)  # as the world node does when it starts
         self.task = PickTask(self.sim, config.task)
         self.images = images
@@ -125,7 +143,15 @@ class RosBackend:
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
                  sim_parameters: dict | None = None):
         """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
-        {"executor": "single"} to compare executors."""
+        {"executor": "single"} to compare executors. ForkedAfterRos in a process forked after its parent
+        started ROS (it would hang)."""
+        global _ros_started_in
+        if _forked_from_ros is not None:
+            raise ForkedAfterRos(
+                f"this process was forked from process {_forked_from_ros} after that one had started ROS, and "
+                "ROS (DDS) cannot run in such a child: it would hang. Start env processes with 'forkserver' or "
+                "'spawn', e.g. gym.make_vec(..., vectorization_mode='async', vector_kwargs={'context': "
+                "'forkserver'}), from a script whose top level is under `if __name__ == '__main__':`")
         import rclpy
         from rclpy.context import Context
         from rclpy.experimental import EventsExecutor
@@ -143,6 +169,7 @@ class RosBackend:
                                    "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                   log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
         self.context = Context()
+        _ros_started_in = os.getpid()
         rclpy.init(context=self.context)
         topics = {OBSERVATION_TOPIC: String}
         if images:
