@@ -166,7 +166,8 @@ def test_record_video_writes_a_video_of_each_env(env_id, render_depth, tmp_path)
     from moviepy import VideoFileClip
 
     env = make(env_id, observation="state", render_mode="rgb_array", render_depth=render_depth)
-    env = gym.wrappers.RecordVideo(env, str(tmp_path), episode_trigger=lambda episode: True, disable_logger=True)
+    videos = tmp_path / "videos"  # a folder RecordVideo makes (an existing one it warns about)
+    env = gym.wrappers.RecordVideo(env, str(videos), episode_trigger=lambda episode: True, disable_logger=True)
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
@@ -174,7 +175,7 @@ def test_record_video_writes_a_video_of_each_env(env_id, render_depth, tmp_path)
             env.step(env.action_space.sample())
     finally:
         env.close()  # writes the video of the episode under way
-    video, = tmp_path.glob("*.mp4")
+    video, = videos.glob("*.mp4")
     clip = VideoFileClip(str(video))
     try:
         width = SMALL_CAMERA[0] * (2 if render_depth else 1)

@@ -105,7 +105,6 @@ def assert_repeatable(env_id, backend, observation, trials=TRIALS):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id, observation", [("binpick_sim/FrankaVelocity-v0", "state"),
-                                                 ("binpick_sim/FrankaPosition-v0", "image"),
                                                  ("binpick_sim/FrankaDelta-v0", "image")])
 def test_the_same_seed_gives_the_same_episode_whatever_ran_before(env_id, observation):
     assert_repeatable(env_id, "direct", observation)
