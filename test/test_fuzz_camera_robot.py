@@ -85,9 +85,12 @@ def test_robot_steps_keep_counting_across_reset_simulation_time_over_ros(ros_con
 
 # --- 10: oversized robot actions are refused by their size; memory stays flat under a flood ----------------
 
+FLOOD = 600
+
+
 @pytest.mark.slow
 def test_a_flood_of_oversized_actions_is_refused_without_keeping_memory(ros_context, tmp_path):
-    """300 actions of a million values each (8 MB apiece), all refused: each is answered [-1, -1] and counted,
+    """600 actions of a million values each (8 MB apiece, from a publisher of depth 100), all refused: each is answered [-1, -1] and counted,
     and the process grows by far less than the 800 MB a queue of 100 slots of 8 MB kept on main (margin:
     250 MB, for Fast DDS's own buffers and a busy machine's allocator)."""
     from binpick_sim.nodes.process.spawn import SimProcess
@@ -96,15 +99,15 @@ def test_a_flood_of_oversized_actions_is_refused_without_keeping_memory(ros_cont
     client = SimClient("flooder", context=ros_context, topics={"robot/accepted": Int64MultiArray})
     try:
         status = statuses(client)
-        actions = client.node.create_publisher(Float64MultiArray, "robot/desired_actions", 10)
+        actions = client.node.create_publisher(Float64MultiArray, "robot/desired_actions", 100)  # as the finding's
         client.spin_until(lambda: (process.check_alive(), actions.get_subscription_count() > 0)[1], 120,
                           "the robot node")
         client.spin_for(2.0)
         before = rss_mb(process.process.pid)
         huge = Float64MultiArray(data=[1.0] * 1_000_000)
-        for i in range(300):
+        for i in range(FLOOD):
             actions.publish(huge)
-            if i % 20 == 0:
+            if i % 100 == 0:
                 client.spin_for(0.01)
         client.spin_until(lambda: int(status("/robot").get("rejected[robot/desired_actions]", 0)) > 0, 60,
                           "the refusals counted")
