@@ -123,3 +123,167 @@ def test_a_flood_of_oversized_actions_is_refused_without_keeping_memory(ros_cont
     finally:
         client.close()
         process.stop()
+
+
+# --- 6 and 9: every camera parameter is checked, alone and as a whole, before the renderer sees it ---------
+
+@pytest.fixture
+def camera_stack(ros_context):
+    """The in-process stack with its camera (rendered by a worker process), as fast as it goes."""
+    from binpick_sim.nodes.process.stack import SimStack
+
+    with SimStack(ros_context, {"world": parameters(realtime_factor=0.0)}) as running:
+        yield running
+
+
+def set_camera(client, **values):
+    """Set camera parameters in one request; returns (successful, reason)."""
+    remote = AsyncParameterClient(client.node, "/camera")
+    client.spin_until(remote.services_are_ready, 30, "the camera's parameter services")
+    future = remote.set_parameters_atomically([Parameter(k, value=v) for k, v in values.items()])
+    client.spin_until(future.done, 30, "the camera's answer")
+    result = future.result().result
+    return result.successful, result.reason
+
+
+def test_bad_camera_parameters_are_refused_with_a_reason_and_frames_go_on(ros_context, camera_stack):
+    """A position of 2 values (it killed the camera for good), a near plane of 5e-324 (every depth NaN), a
+    field of view of 1e-300 (fx 2.75e304), 4096 x 4096 (past the pixel budget), NaN, 1e308: each refused
+    saying why, the camera unchanged, and frames keep coming. near and far set in one request are judged
+    as a pair: near 4 with far 8 is a good camera, though near 4 alone is not (far is 3)."""
+    client = SimClient("camera_fuzz", context=ros_context, topics={"camera/camera_info": TOPICS["camera/camera_info"]})
+    camera = camera_stack.sim.camera
+    try:
+        client.wait_for_topics(["camera/camera_info"], timeout=120)
+        before = camera.config
+        for values, reason in (({"position": [0.5, 0.5]}, "expected 3 values, got 2"),
+                               ({"orientation_deg": [0.0, 0.0, 0.0, 0.0]}, "expected 3 values, got 4"),
+                               ({"position": [0.5, float("nan"), 0.5]}, "finite"),
+                               ({"near": 5e-324}, "out of range"),
+                               ({"fov_deg": 1e-300}, "out of range"),
+                               ({"fov_deg": 179.9}, "out of range"),
+                               ({"width": 4096, "height": 4096}, "at most 4194304 pixels"),
+                               ({"near": 0.5, "far": 0.4}, "far: must be > near")):
+            ok, why = set_camera(client, **values)
+            assert not ok and reason in why, (values, why)
+            assert camera.config == before
+        assert set_camera(client, near=4.0, far=8.0) == (True, "")
+        assert (camera.config.near, camera.config.far) == (4.0, 8.0)
+        assert set_camera(client, near=0.1, far=3.0)[0]
+        ok, why = set_camera(client, far=0.05)  # one at a time, against the camera as it is
+        assert not ok and "far: must be > near" in why
+        count = client.counts["camera/camera_info"]
+        client.spin_until(lambda: client.counts["camera/camera_info"] > count + 3, 60, "frames after the refusals")
+        camera_node = next(n for n in camera_stack.nodes if n.get_name() == "camera")
+        assert camera_node.frame_thread.restarts == 0 and camera_node.frame_thread.errors == 0
+    finally:
+        client.close()
+
+
+def test_camera_descriptors_carry_the_lens_ranges(ros_context, camera_stack):
+    """`ros2 param describe /camera near` shows the range a value is checked against."""
+    client = SimClient("camera_describe", context=ros_context, topics={})
+    try:
+        remote = AsyncParameterClient(client.node, "/camera")
+        client.spin_until(remote.services_are_ready, 30, "the camera's parameter services")
+        future = remote.describe_parameters(["fov_deg", "near", "far", "width"])
+        client.spin_until(future.done, 30, "descriptors")
+        ranges = {d.name: (d.floating_point_range or d.integer_range)[0] for d in future.result().descriptors}
+        assert (ranges["fov_deg"].from_value, ranges["fov_deg"].to_value) == (1.0, 170.0)
+        assert (ranges["near"].from_value, ranges["far"].to_value) == (0.001, 1000.0)
+        assert ranges["width"].to_value == 4096
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"near": 5e-324}, "camera.near: must be from 0.001 to 100"),
+    ({"fov_deg": 1e-300}, "camera.fov_deg: must be from 1 to 170"),
+    ({"width": 4096, "height": 4096}, "camera.width: width x height must be at most 4194304 pixels"),
+    ({"position": [0.5, 0.5]}, "camera.position: expected 3 values, got 2"),
+])
+def test_a_scene_file_with_a_meaningless_camera_fails_at_start_up_naming_the_key(tmp_path, config, change, key):
+    from binpick_sim.config import ConfigError, config_to_dict, load_config
+
+    import yaml
+
+    data = config_to_dict(config)
+    data["camera"].update(change)
+    path = tmp_path / "scene.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=key.replace("[", r"\[")):
+        load_config(path)
+
+
+# --- 6: a dead render worker is started again, and counted ----------------------------------------------
+
+def test_a_killed_render_worker_is_started_again_and_reported(ros_context, camera_stack):
+    client = SimClient("worker_killer", context=ros_context,
+                       topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
+    camera_node = next(n for n in camera_stack.nodes if n.get_name() == "camera")
+    try:
+        status = statuses(client)
+        client.wait_for_topics(["camera/depth/image_raw"], timeout=120)
+        first = camera_node.worker.pid
+        os.kill(first, signal.SIGKILL)
+        client.spin_until(lambda: camera_node.worker is not None and camera_node.worker.pid != first, 60,
+                          "a new worker")
+        count = client.counts["camera/depth/image_raw"]
+        client.spin_until(lambda: client.counts["camera/depth/image_raw"] > count + 2, 120, "frames from it")
+        assert camera_node.worker.process.is_alive() and camera_node.use_worker and not camera_node.frame_thread.failed
+        client.spin_until(lambda: status("/camera").get("render_worker_restarts") == "1", 30,
+                          "render_worker_restarts 1 on /diagnostics")
+        assert status("/camera")["render_worker"] == f"running (pid {camera_node.worker.pid})"
+    finally:
+        client.close()
+
+
+# --- 7: the pixel budget, and memory handed back when nobody watches --------------------------------------
+
+@pytest.mark.slow
+def test_memory_taken_by_the_largest_frames_is_given_back_after_the_last_subscriber(ros_context, tmp_path, config):
+    """`sim` with the largest camera allowed (2048 x 2048), its images, cloud and segmentation watched for a
+    few frames, then nobody: the process (render worker included) comes back to within 60 MB of what it
+    took before anyone watched (on main it kept a frame's worth in every publisher, and the worker: 137 MB
+    at this size, 836 MB at 4096 x 4096)."""
+    import dataclasses
+
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image, PointCloud2
+
+    from binpick_sim.config import save_config
+    from binpick_sim.nodes.process.spawn import SimProcess
+
+    def rss_with_children(pid):
+        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        return rss_mb(pid) + sum(rss_mb(int(child)) for child in children)
+
+    path = save_config(dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=2048,
+                                                                              height=2048)), tmp_path / "big.yaml")
+    process = SimProcess({"config": str(path)}, log=tmp_path / "sim.log")
+    client = SimClient("memory_watch", context=ros_context, topics={"/clock": Clock})
+    try:
+        status = statuses(client)
+        client.wait_for_topics(["/clock"], timeout=120)
+        client.spin_for(3.0)
+        before = rss_with_children(process.process.pid)
+        frames = []
+        subscriptions = [client.node.create_subscription(kind, topic, frames.append, 2) for kind, topic in
+                         ((Image, "camera/image_raw"), (PointCloud2, "camera/points"),
+                          (Image, "camera/segmentation/image_raw"))]
+        client.spin_until(lambda: (process.check_alive(), len(frames) >= 6)[1], 300, "frames on all three")
+        assert any(isinstance(m, PointCloud2) and m.width == 2048 for m in frames)
+        frames.clear()
+        for subscription in subscriptions:
+            client.node.destroy_subscription(subscription)
+        # the frame under way is finished, then RELEASE_AFTER (3 s) unwatched stops the worker, and the next
+        # camera tick makes the publishers anew
+        client.spin_until(lambda: status("/camera").get("render_worker", "").startswith("stopped"), 120,
+                          "the render worker stopped")
+        client.spin_for(2.0)
+        process.check_alive()
+        kept = rss_with_children(process.process.pid) - before
+        assert kept < 60, f"{kept:.0f} MB kept after the last subscriber left"
+    finally:
+        client.close()
+        process.stop()

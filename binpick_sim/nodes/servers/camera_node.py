@@ -34,13 +34,9 @@ class CameraNode(Node):
         self.frame_id = self.camera.optical_frame
         rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True,
                        low=MIN_RATE, high=MAX_RATE)
-        prefix = f"camera/{name}" if name else "camera"
-        self.rgb_publisher = self.create_publisher(Image, prefix + "/image_raw", 5)
-        self.rgb_info_publisher = self.create_publisher(CameraInfo, prefix + "/camera_info", 5)
-        self.depth_publisher = self.create_publisher(Image, prefix + "/depth/image_raw", 5)
-        self.depth_info_publisher = self.create_publisher(CameraInfo, prefix + "/depth/camera_info", 5)
-        self.points_publisher = self.create_publisher(PointCloud2, prefix + "/points", 5)
-        self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5)
+        self.prefix = f"camera/{name}" if name else "camera"
+        self._renew = False  # the frame thread asks the physics thread to make the frame publishers anew
+        self.make_publishers()
         config = self.camera.config
         self.described = (config.parent, config.position, config.orientation_deg)  # as the description has it
         # robot_state_publisher of this namespace, or, with several arms, one per arm in the arm's namespace
@@ -154,10 +150,28 @@ class CameraNode(Node):
             self.get_logger().warning(f"{', '.join(missing)} not running here: its robot description still "
                                       "has the camera where the scene file put it")
 
+    def make_publishers(self) -> None:
+        """The frame topics' publishers. Fast DDS keeps, per publisher, buffers as large as the largest frame
+        it sent, for as long as the publisher lives (about one frame of each topic: 110 MB at 2048 x 2048
+        with the cloud): when nobody has watched for a while, they are destroyed and made again
+        (`_release_memory`), which no subscriber can notice, there being none."""
+        prefix = self.prefix
+        if getattr(self, "rgb_publisher", None) is not None:
+            for publisher in self._frame_publishers():
+                self.destroy_publisher(publisher)
+        self.rgb_publisher = self.create_publisher(Image, prefix + "/image_raw", 5)
+        self.rgb_info_publisher = self.create_publisher(CameraInfo, prefix + "/camera_info", 5)
+        self.depth_publisher = self.create_publisher(Image, prefix + "/depth/image_raw", 5)
+        self.depth_info_publisher = self.create_publisher(CameraInfo, prefix + "/depth/camera_info", 5)
+        self.points_publisher = self.create_publisher(PointCloud2, prefix + "/points", 5)
+        self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5)
+
+    def _frame_publishers(self):
+        return (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
+                self.points_publisher, self.segmentation_publisher)
+
     def watched(self) -> bool:
-        publishers = (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
-                      self.points_publisher, self.segmentation_publisher)
-        return any(p.get_subscription_count() > 0 for p in publishers)
+        return any(p.get_subscription_count() > 0 for p in self._frame_publishers())
 
     @property
     def worker(self) -> RenderWorker | None:
@@ -179,6 +193,11 @@ class CameraNode(Node):
         """Physics thread, at the camera's rate (or once per lock-step request). With a render worker: hand
         the current state to the frame thread if it is idle (it renders, converts and publishes off this
         thread); otherwise (or in lock-step, where each observation must carry its own frame) render here."""
+        if self._renew:  # here, not in the frame thread: this thread asks the publishers for subscribers
+            self._renew = False
+            if not self.watched():
+                self.make_publishers()
+                give_back_freed_memory()
         if not self.watched():
             return
         if self.use_worker and not self.loop.lockstep:
@@ -201,8 +220,10 @@ class CameraNode(Node):
         self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k, done.cloud)
 
     def _release_memory(self) -> None:
-        """Nobody watches any more (frame thread): the worker is gone; hand freed frame buffers back too."""
+        """Nobody watches any more (frame thread): the worker is gone; the publishers' buffers and freed frame
+        buffers are handed back at the next camera tick (make_publishers)."""
         give_back_freed_memory()
+        self._renew = True
 
     def wants_segmentation(self) -> bool:
         return self.segmentation_publisher.get_subscription_count() > 0
