@@ -218,22 +218,25 @@ def test_a_scene_file_with_a_meaningless_camera_fails_at_start_up_naming_the_key
 # --- 6: a dead render worker is started again, and counted ----------------------------------------------
 
 def test_a_killed_render_worker_is_started_again_and_reported(ros_context, camera_stack):
+    """The worker process SIGKILLed by its PID while frames stream: a new one is started, frames come from
+    it, and /diagnostics says so (render_worker_restarts 1, the new pid). On main the camera gave up on
+    workers and rendered on the physics thread from then on."""
     client = SimClient("worker_killer", context=ros_context,
                        topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
     camera_node = next(n for n in camera_stack.nodes if n.get_name() == "camera")
     try:
         status = statuses(client)
         client.wait_for_topics(["camera/depth/image_raw"], timeout=120)
-        first = camera_node.worker.pid
+        first = camera_node.worker.process.pid
         os.kill(first, signal.SIGKILL)
-        client.spin_until(lambda: camera_node.worker is not None and camera_node.worker.pid != first, 60,
+        client.spin_until(lambda: camera_node.worker is not None and camera_node.worker.process.pid != first, 60,
                           "a new worker")
         count = client.counts["camera/depth/image_raw"]
         client.spin_until(lambda: client.counts["camera/depth/image_raw"] > count + 2, 120, "frames from it")
         assert camera_node.worker.process.is_alive() and camera_node.use_worker and not camera_node.frame_thread.failed
         client.spin_until(lambda: status("/camera").get("render_worker_restarts") == "1", 30,
                           "render_worker_restarts 1 on /diagnostics")
-        assert status("/camera")["render_worker"] == f"running (pid {camera_node.worker.pid})"
+        assert status("/camera")["render_worker"] == f"running (pid {camera_node.worker.process.pid})"
     finally:
         client.close()
 
@@ -277,13 +280,16 @@ def test_memory_taken_by_the_largest_frames_is_given_back_after_the_last_subscri
         for subscription in subscriptions:
             client.node.destroy_subscription(subscription)
         # the frame under way is finished, then RELEASE_AFTER (3 s) unwatched stops the worker, and the next
-        # camera tick makes the publishers anew
-        client.spin_until(lambda: status("/camera").get("render_worker", "").startswith("stopped"), 120,
-                          "the render worker stopped")
-        client.spin_for(2.0)
-        process.check_alive()
-        kept = rss_with_children(process.process.pid) - before
-        assert kept < 60, f"{kept:.0f} MB kept after the last subscriber left"
+        # camera tick makes the publishers anew: a minute is plenty, even for a busy machine
+        deadline = time.monotonic() + 60
+        while True:
+            process.check_alive()
+            kept = rss_with_children(process.process.pid) - before
+            if kept < 60 or time.monotonic() > deadline:
+                break
+            client.spin_for(1.0)
+        assert kept < 60, f"{kept:.0f} MB kept a minute after the last subscriber left"
+        assert status("/camera").get("render_worker", "").startswith("stopped")
     finally:
         client.close()
         process.stop()
