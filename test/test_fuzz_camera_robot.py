@@ -215,6 +215,22 @@ def test_a_scene_file_with_a_meaningless_camera_fails_at_start_up_naming_the_key
         load_config(path)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("argument, says", [
+    ("camera:position:=[0.5,0.5]", "position: expected 3 values, got 2"),
+    ("camera:near:=5e-324", "near"),
+    ("camera:near:=5.0", "camera.far: must be > near"),  # a good value alone, not with the scene's far of 3
+])
+def test_bad_camera_parameters_stop_start_up_naming_them(argument, says):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "binpick_sim.nodes.process.stack", "--ros-args", "-p", argument]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert says in result.stderr and "Traceback" not in result.stderr, result.stderr[-2000:]
+
+
 # --- 6: a dead render worker is started again, and counted ----------------------------------------------
 
 def test_a_killed_render_worker_is_started_again_and_reported(ros_context, camera_stack):

@@ -85,9 +85,10 @@ class _Group:
 
 def group(node: Node, names, check: Callable[[dict], str | None], on_change: Callable[[dict], None]) -> None:
     """Declared parameters that only mean something together (a camera's size, lens and mount): once each
-    value passes its own rules, `check({name: value})` gets every one of them set in the same request and
-    says why they cannot be used together with the rest (or None), and `on_change` gets them once, so that
-    `near` and `far` set in one request are judged as a pair, not one by one against the old other."""
+    value passes its own rules, `check({name: value})` gets every one of them set in the same call of the
+    on-set callback and says why they cannot be used together with the rest (or None), and `on_change` gets
+    them once, so that `near` and `far` set in one atomic request (rclpy calls the callback once per
+    parameter for a plain `set_parameters`) are judged as a pair, not one by one against the old other."""
     _rules(node)
     node._binpick_parameter_groups.append(_Group(frozenset(names), check, on_change))
 
