@@ -4,9 +4,10 @@ The physics thread only copies what the picture depends on (`capture`: every arm
 the bins' poses (a shaken bin moves), each object's URDF, scale and pose, the camera's config, the sim
 time), well under a millisecond, and sends it to the worker; the worker keeps a copy of the cell
 (ground, bins, arm: built from the same scene file), brings it to that state (objects added, moved or
-removed by name), renders with the same renderer and sends the images back, stamped with the sim time
-of the state they show. The physics thread collects a finished frame when it next looks (`poll`) and
-publishes it. While the worker renders, new frames are not asked for: a slow renderer lowers the frame
+removed by name), renders with the same renderer and sends the images back (with the point cloud built
+from them, when asked: on the physics thread that was most of a large frame's cost), stamped with the sim
+time of the state they show. Whoever asked collects the frame (`poll` / `wait`: the camera node's frame
+thread, nodes/servers/camera_frames.py) and publishes it. While the worker renders, new frames are not asked for: a slow renderer lowers the frame
 rate, not the physics rate.
 
 The reasoner's `visible` / `occluding` are answered by a worker of their own (`VisibilityRequest`): the

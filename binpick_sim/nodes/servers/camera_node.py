@@ -104,8 +104,8 @@ class CameraNode(Node):
         def problem(value) -> str | None:
             try:
                 value = checked_value(CameraConfig, name, _plain(value), name)
-                if name == "parent":
-                    self.camera._parent(value)
+                if name == "parent":  # a frame that exists (alone, a parent cannot make the camera wrong)
+                    self.camera.checked(parent=value)
             except (ValueError, TypeError) as exc:
                 text = str(exc)
                 return text[len(name) + 2:] if text.startswith(f"{name}: ") else text
