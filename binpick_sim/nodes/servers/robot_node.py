@@ -4,7 +4,8 @@
     robot/accepted         out  std_msgs/Int64MultiArray    [request id, t]  (t = -1 rejected, -2 robot in error)
 
 A request id is a whole number from 0 to 2**53 (every such number survives the trip through a float64);
-any other id (NaN, inf, 1e300, -3, 2.5) rejects the action, answered [-1, -1]: no Int64 can echo it.
+any other id (NaN, inf, 1e300, -3, 2.5) rejects the action, answered [-1, -1]: no Int64 can echo it. So is a
+message of more than MAX_ACTION_BYTES serialized, refused by its size before it is decoded.
     robot/steps            out  std_msgs/Float64MultiArray  one per time index (layout in STEP_LAYOUT)
     robot/error            out  std_msgs/String (transient local)  the error message, once in error
 """
