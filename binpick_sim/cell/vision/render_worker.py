@@ -125,7 +125,7 @@ class RenderWorker:
             reply = self.connection.recv()
         except (EOFError, OSError):
             self.busy = False
-            raise WorkerGone(f"the render worker (pid {self.pid}) stopped ({_ending(self.process)})") from None
+            raise WorkerGone(f"the render worker stopped (pid {self.pid}, {_ending(self.process)})") from None
         self.busy = False
         if isinstance(reply, BaseException):
             raise FrameFailed(f"the render worker failed: {reply}")
