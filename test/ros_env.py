@@ -107,12 +107,6 @@ def _site_packages(prefix: Path) -> list[str]:
     return [str(p) for p in sorted((prefix / "lib").glob("python3*/site-packages"))]
 
 
-def python_path() -> list[str]:
-    """The site-packages folders of the prefixes (on PYTHONPATH since `prefixes()`), as
-    `source install/setup.bash` adds them."""
-    return [folder for prefix in prefixes() for folder in _site_packages(prefix)]
-
-
 def shell_env() -> dict[str, str]:
     """A terminal's environment after `source install/setup.bash` of the workspace (and the venv)."""
     prefixes()
