@@ -28,7 +28,7 @@ from .backends import Observation, make_backend
 from .privileged import PrivilegedLayout, shaping
 
 OBSERVATIONS = ("image", "state", "privileged", "state_dict")
-PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Gym envs": privileged state)
+PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Learning")
 REWARD_TYPES = ("sparse", "dense")
 BACKENDS = ("direct", "ros")
 RENDER_MODES = ("rgb_array", "depth_array", "human")
@@ -71,7 +71,7 @@ class FrankaEnv(gym.Env):
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`: the ROS backend's (RosBackend). `reward_type`: "sparse", the task's
         reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
-        height (README "Gym envs": rewards). Any other keyword is refused with
+        height (README "Learning"). Any other keyword is refused with
         a TypeError naming the valid ones (a misspelled option would otherwise be silently ignored)."""
         if unknown:
             raise TypeError(f"{type(self).__name__} got unknown argument(s) {', '.join(map(repr, sorted(unknown)))}; "
