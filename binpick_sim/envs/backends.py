@@ -22,6 +22,7 @@ from ..config import Config, save_config
 from ..picking.policy import ObjectView
 from ..cell.shapes import Geometry, cached_vertices
 from ..cell.sim import BinPickingSim
+from ..picking.privileged import privileged_state
 from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
@@ -59,6 +60,8 @@ class Observation:
     rgb: np.ndarray | None = None
     depth: np.ndarray | None = None
     objects: list[ObjectView] | Callable[[], list[ObjectView]] = field(default_factory=list)
+    # picking.privileged's state (read from the world when first asked, as `objects`)
+    privileged: dict | Callable[[], dict] = field(default_factory=dict)
 
     def object_views(self) -> list[ObjectView]:
         """The objects as this observation saw them. The direct backend reads them from the world only
@@ -67,6 +70,12 @@ class Observation:
         if callable(self.objects):
             self.objects = self.objects()
         return self.objects
+
+    def privileged_state(self) -> dict:
+        """The objects' and bins' state as this observation saw them (picking.privileged_state)."""
+        if callable(self.privileged):
+            self.privileged = self.privileged()
+        return self.privileged
 
 
 class DirectBackend:
@@ -108,19 +117,20 @@ class DirectBackend:
         frame = self.sim.camera.render(segmentation=False) if self.images else None
         return Observation(position, velocity, ee_position, ee_orientation, status, self.sim.world.time,
                            rgb=frame.rgb if frame else None, depth=frame.depth if frame else None,
-                           objects=self._object_views_now())
+                           objects=self._read_later(self.sim.object_views, "object_views"),
+                           privileged=self._read_later(lambda: privileged_state(self.sim), "privileged_state"))
 
-    def _object_views_now(self) -> Callable[[], list[ObjectView]]:
+    def _read_later(self, reader: Callable, name: str) -> Callable:
         """What reads the objects later, as they are now: refused once the world has moved on (only the
         latest observation's objects can be read from the world as it was)."""
         world, scene = self.sim.world, self.sim.scene
         seen = (world.step_count, scene.episode)
 
-        def read() -> list[ObjectView]:
+        def read():
             if (world.step_count, scene.episode) != seen:
                 raise RuntimeError("these objects were not read while the world was as observed: ask "
-                                   "object_views() before the next step or reset")
-            return self.sim.object_views()
+                                   f"{name}() before the next step or reset")
+            return reader()
         return read
 
     def close(self) -> None:
@@ -228,7 +238,7 @@ class RosBackend:
                            np.array(reply["ee_position"]), np.array(reply["ee_orientation"]), status, stamp,
                            rgb=self.client.rgb() if self.images else None,
                            depth=self.client.depth() if self.images else None,
-                           objects=[self._object(*o) for o in reply["objects"]])
+                           objects=[self._object(*o) for o in reply["objects"]], privileged=reply["privileged"])
 
     def _reply(self) -> dict:
         msg = self.client.latest.get(self.observation_topic)
@@ -262,7 +272,8 @@ class RosBackend:
         self.folder.cleanup()
 
 
-OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects")
+OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects",
+            "privileged")
 
 
 def make_backend(name: str, config: Config, images: bool, gui: bool = False, **options):

@@ -25,8 +25,11 @@ from ..cell.ik import clip
 from ..config import load_config
 from ..paths import default_config
 from .backends import Observation, make_backend
+from .privileged import PrivilegedLayout, shaping
 
-OBSERVATIONS = ("image", "state")
+OBSERVATIONS = ("image", "state", "privileged", "state_dict")
+PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Learning")
+REWARD_TYPES = ("sparse", "dense")
 BACKENDS = ("direct", "ros")
 RENDER_MODES = ("rgb_array", "depth_array", "human")
 ROS_OPTIONS = ("namespace", "sim_parameters")
@@ -59,13 +62,16 @@ class FrankaEnv(gym.Env):
     def __init__(self, config_file: str | Path | None = None, backend: str = "direct", observation: str = "image",
                  render_mode: str | None = None, camera_size: tuple[int, int] | None = None,
                  renderer: str | None = None, render_depth: bool = False, until_reached: bool = False,
-                 namespace: str | None = None, sim_parameters: dict | None = None, **unknown):
+                 namespace: str | None = None, sim_parameters: dict | None = None, reward_type: str = "sparse",
+                 **unknown):
         """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
         `render_depth`: with render_mode "rgb_array", each frame `render()` returns shows the depth image
         beside the rgb one (one uint8 image, as RecordVideo records it); `render(get_depth_data=True)`
         returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
-        `namespace`, `sim_parameters`: the ROS backend's (RosBackend). Any other keyword is refused with
+        `namespace`, `sim_parameters`: the ROS backend's (RosBackend). `reward_type`: "sparse", the task's
+        reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
+        height (README "Learning"). Any other keyword is refused with
         a TypeError naming the valid ones (a misspelled option would otherwise be silently ignored)."""
         if unknown:
             raise TypeError(f"{type(self).__name__} got unknown argument(s) {', '.join(map(repr, sorted(unknown)))}; "
@@ -73,12 +79,15 @@ class FrankaEnv(gym.Env):
         self._init_kwargs = dict(config_file=config_file, backend=backend, observation=observation,
                                  render_mode=render_mode, camera_size=camera_size, renderer=renderer,
                                  render_depth=render_depth, until_reached=until_reached, namespace=namespace,
-                                 sim_parameters=sim_parameters)
+                                 sim_parameters=sim_parameters, reward_type=reward_type)
         self.metadata = {**type(self).metadata, "render_modes": render_modes()}
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+        self.reward_type = reward_type
         if backend != "ros" and (namespace is not None or sim_parameters is not None):
             raise ValueError(f"{' and '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
         if render_mode == "human" and not have_display():
@@ -100,6 +109,7 @@ class FrankaEnv(gym.Env):
             config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
         self.config = config
         self.observation_mode = observation
+        self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
         self.render_mode = render_mode
         images = observation == "image" or render_mode in ("rgb_array", "depth_array")
         options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters)) if v is not None}
@@ -150,11 +160,18 @@ class FrankaEnv(gym.Env):
             h, w = self.config.camera.height, self.config.camera.width
             return spaces.Dict({"rgb": spaces.Box(0, 255, (h, w, 3), np.uint8),
                                 "depth": spaces.Box(0.0, np.inf, (h, w), np.float32)})
+        if self.observation_mode == "privileged":
+            return self.privileged_layout.flat_space()
+        if self.observation_mode == "state_dict":
+            return self.privileged_layout.dict_space()
         return self._state_space()
 
     def _observation(self, obs: Observation) -> dict:
         if self.observation_mode == "image":
             return {"rgb": obs.rgb, "depth": obs.depth}
+        if self.observation_mode in PRIVILEGED:
+            values = self.privileged_layout.values(obs, self.gripper_open)
+            return values if self.observation_mode == "state_dict" else self.privileged_layout.flatten(values)
         return self._state(obs)
 
     # --- shared -------------------------------------------------------------------------------
@@ -186,7 +203,8 @@ class FrankaEnv(gym.Env):
         task, most = self.config.task, self.config.scene.pick_bin.max_objects
         grabs = (min(0.0, task.grab_reward) * most, max(0.0, task.grab_reward) * most)
         collision = (min(0.0, task.collision_reward), max(0.0, task.collision_reward))
-        return (task.step_reward + grabs[0] + collision[0], task.step_reward + grabs[1] + collision[1])
+        low = -math.inf if self.reward_type == "dense" else task.step_reward + grabs[0] + collision[0]
+        return (low, task.step_reward + grabs[1] + collision[1])  # (dense: shaping is unbounded below, ≤ 0)
 
     def _limits(self):
         """Joint limits from the URDF file (the backend may not exist yet)."""
@@ -216,14 +234,22 @@ class FrankaEnv(gym.Env):
         # Under gym.make (a spec is set) TimeLimit truncates; made directly, the env does as the seed's did.
         truncated = (self.spec is None and not status["terminated"]
                      and self.steps >= self.config.task.max_episode_steps)
-        return (self._observation(self.last), float(status["reward"]), bool(status["terminated"]), truncated,
+        return (self._observation(self.last), self._reward(self.last), bool(status["terminated"]), truncated,
                 self._info(self.last))
+
+    def _reward(self, obs: Observation) -> float:
+        """The task's reward ("sparse"), plus the shaping toward the next grab ("dense")."""
+        reward = float(obs.status["reward"])
+        if self.reward_type == "dense":
+            reward += shaping(obs.ee_position, obs.privileged_state())
+        return reward
 
     def _info(self, obs: Observation) -> dict:
         status = obs.status
         return {"grabs": status["grabs"], "grabbed": status["grabbed"], "bin_collision": status["bin_collision"],
                 "grab_limit_reached": status["grab_limit_reached"], "objects_left": status["objects_left"],
-                "removed_outside": status["removed_outside"], "episode_time": self._episode_time(obs.stamp)}
+                "removed_outside": status["removed_outside"], "episode_time": self._episode_time(obs.stamp),
+                "is_success": bool(status["grab_limit_reached"])}
 
     def _episode_time(self, stamp: float) -> float:
         """Sim seconds since the reset, as whole physics steps times the timestep: the world's clock runs
@@ -321,15 +347,15 @@ class FrankaDeltaEnv(FrankaEnv):
 
     def _observation_space(self) -> spaces.Dict:
         big = np.full(3, 10.0, np.float32)
-        if self.observation_mode == "state":
-            return self._state_space()
+        if self.observation_mode != "image":
+            return super()._observation_space()
         return spaces.Dict({"ee_position": spaces.Box(-big, big, dtype=np.float32),
                             "rgb": spaces.Box(0, 255, (*self.downsample, 3), np.uint8),
                             "gripper_open": spaces.Discrete(2)})
 
     def _observation(self, obs: Observation) -> dict:
-        if self.observation_mode == "state":
-            return self._state(obs)
+        if self.observation_mode != "image":
+            return super()._observation(obs)
         import cv2  # here: OpenCV costs a state env ~22 MB it never uses
 
         height, width = self.downsample
