@@ -232,3 +232,80 @@ def hold_an_object(sim):
             break
     assert obj.body in arm.gripped_bodies()
     return obj.name
+
+
+# --- C: config/moveit/ and moveit.launch.py ----------------------------------------------------------------------
+
+def load_launch_file():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("moveit_launch", share_dir() / "launch" / "moveit.launch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_moveit_config_files_agree_with_the_cell(config):
+    srdf = ET.fromstring((MOVEIT / "binpick_cell.srdf").read_text())
+    groups = {g.get("name") for g in srdf.findall("group")}
+    ompl = yaml.safe_load((MOVEIT / "ompl_planning.yaml").read_text())
+    assert {"panda_arm", "panda_arm_hand", "hand"} <= set(ompl) and ompl["planning_plugins"] == ["ompl_interface/OMPLPlanner"]
+    assert ompl["panda_arm"]["default_planner_config"] == "RRTConnectkConfigDefault"
+    assert all(c in ompl["planner_configs"] for g in groups for c in ompl[g]["planner_configs"])
+    assert set(yaml.safe_load((MOVEIT / "kinematics.yaml").read_text())) <= groups
+    controllers = yaml.safe_load((MOVEIT / "moveit_controllers.yaml").read_text())["moveit_simple_controller_manager"]
+    arm, hand = controllers["panda_arm_controller"], controllers["panda_hand_controller"]
+    assert (arm["type"], arm["action_ns"], arm["joints"]) == ("FollowJointTrajectory", "follow_joint_trajectory",
+                                                             list(JOINT_NAMES[:7]))
+    assert (hand["type"], hand["action_ns"], hand["joints"]) == ("GripperCommand", "gripper_cmd", ["panda_finger_joint1"])
+    sensors = yaml.safe_load((MOVEIT / "sensors_3d.yaml").read_text())
+    assert sensors["camera"]["point_cloud_topic"] == "camera/points"  # the camera node's cloud
+
+
+@pytest.mark.skipif(ros_env.missing("launch", "launch_ros") is not None, reason=str(ros_env.missing("launch", "launch_ros")))
+def test_the_moveit_launch_file_arguments_and_parameters(config):
+    from launch.actions import DeclareLaunchArgument
+
+    module = load_launch_file()
+    description = module.generate_launch_description()
+    declared = [e.name for e in description.entities if isinstance(e, DeclareLaunchArgument)]
+    assert declared == ["config", "sim", "octomap", "namespace", "use_sim_time", "log_level"]
+    parameters = module.moveit_parameters(config.source, MOVEIT, True, True)
+    merged = {k: v for p in parameters for k, v in p.items()}
+    assert merged["robot_description"] == cell_description(config)
+    assert merged["robot_description_semantic"] == (MOVEIT / "binpick_cell.srdf").read_text()
+    assert merged["robot_description_planning"]["joint_limits"]["panda_joint2"]["max_acceleration"] == ACCELERATION_LIMITS[1]
+    assert merged["planning_pipelines"] == ["ompl"] and merged["ompl"]["panda_arm"]
+    assert merged["moveit_simple_controller_manager"]["controller_names"] == ["panda_arm_controller", "panda_hand_controller"]
+    assert merged["sensors"] == ["camera"] and merged["octomap_frame"] == "world"
+    assert "sensors" not in {k for p in module.moveit_parameters(config.source, MOVEIT, False, True) for k in p}
+    for name in module.FILES:
+        assert (MOVEIT / name).is_file()
+
+
+def test_move_group_starts_against_the_simulation():
+    """Where MoveIt is installed: `ros2 launch binpick_sim moveit.launch.py` brings move_group up on the cell."""
+    import subprocess
+
+    missing = ros_env.missing("launch", "launch_ros", "ros2cli")
+    if missing:
+        pytest.skip(missing)
+    ros_env.prefixes()
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        get_package_prefix("moveit_ros_move_group")
+    except PackageNotFoundError:
+        pytest.skip("MoveIt's move_group is not installed (C++, not on PyPI; a ROS 2 install with MoveIt has it)")
+    process = subprocess.Popen(["ros2", "launch", "binpick_sim", "moveit.launch.py", "camera:=false"], env=ros_env.shell_env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if "You can start planning now" in line:
+                break
+        assert any("You can start planning now" in line for line in lines), "".join(lines[-40:])
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
