@@ -294,3 +294,11 @@ def test_a_new_gripper_goal_cancels_the_running_one(client, stack):
     assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
     status, result = finish(client, second)
     assert status == GoalStatus.STATUS_SUCCEEDED and result.reached_goal
+
+
+def test_a_gripper_goal_that_is_not_a_number_is_refused(client, stack):
+    _, GripperCommand, GripperTarget = control_msgs()
+    for command in (GripperTarget(position=float("nan")), GripperTarget(position=0.01, max_effort=float("inf"))):
+        assert send(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=command)) is None
+    assert send(client, GripperCommand, GRIPPER_ACTION,
+                GripperCommand.Goal(command=GripperTarget(position=0.03))).reached_goal  # and it still serves
