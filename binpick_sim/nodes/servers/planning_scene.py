@@ -12,7 +12,7 @@
   detached and back in the world.
 
 The world node calls `update` on the physics thread at its objects rate and after each reset, so a
-change is out within one period of `objects_rate`.
+change is out within one period of `objects_rate`, while anyone subscribes to one of the three.
 """
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ class PlanningScene:
         self.sent: dict[str, tuple] = {}  # object name -> (position, xyzw, attached link or None, body)
         self.bins = [self.bin_object(b) for b in self.sim.scene.bins]
         self.world_sent = False
+        self.idle = False  # whether nobody subscribed at the last update
 
     def reset(self) -> None:
         """After a world reset: every object is sent again (an ADD replaces one of the same name), and
@@ -60,8 +61,19 @@ class PlanningScene:
         self.update()
 
     # --- physics thread -----------------------------------------------------------------------
+    def listening(self) -> bool:
+        return any(p.get_subscription_count() for p in (self.world_publisher, self.object_publisher,
+                                                        self.attached_publisher))
+
     def update(self) -> None:
-        """Publish what changed since the last call (nothing if nothing did)."""
+        """Publish what changed since the last call (nothing if nothing did). While nobody subscribes,
+        nothing is computed (it costs the physics thread); the first subscriber gets everything afresh."""
+        if not self.listening():
+            self.idle = True
+            return
+        if self.idle:
+            self.idle, self.world_sent = False, False
+            self.sent = {name: (*values[:3], None) for name, values in self.sent.items()}
         held = self.held_links()
         now = {obj.name: (np.array(position), np.array(orientation), held.get(obj.body), obj)
                for obj, position, orientation in self.sim.object_poses()}
