@@ -140,6 +140,7 @@ class TrajectoryFollower:
                               np.vstack([rest, trajectory.accelerations[first:]]))
         self.done = False
         self.outcome: Outcome | None = None
+        self.preempted_by: str | None = None  # why another command replaced it, for its goal's result
 
     def sample(self, t: float) -> np.ndarray:
         """Desired positions of the trajectory's joints `t` seconds after the start."""

@@ -192,8 +192,8 @@ class TrajectoryActions:
             if outcome is None and not mine:  # another command took over, as on a real controller
                 handle.abort()
                 result.error_code = Result.INVALID_GOAL
-                result.error_string = getattr(follower, "preempted_by", "preempted by a command on another interface "
-                                              "(topic or service), which now drives the arm")
+                result.error_string = follower.preempted_by or ("preempted by a command on another interface (topic "
+                                                                "or service), which now drives the arm")
                 return result
             if outcome is not None:
                 result.error_string = outcome.message
