@@ -18,12 +18,13 @@ ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-p
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
 
-.PHONY: help venv demo demo-two-arms test run bench planner-example lock clean
+.PHONY: help venv demo demo-two-arms test test-colcon run bench planner-example lock clean
 
 help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
 	@echo "make demo-two-arms - the same with two arms (config/scene_two_arms.yaml): one picks, the other moves"
 	@echo "make test   - set up .venv if needed and run the test suite"
+	@echo "make test-colcon - the ROS user's path: colcon build + colcon test of the tests that start the installed executables"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
 	@echo "make planner-example - OMPL plans against what sim publishes and picks an object (installs requirements-planning.txt)"
@@ -44,8 +45,49 @@ demo: $(STAMP)
 demo-two-arms: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.demo --config config/scene_two_arms.yaml --seed $(SEED) --out $(OUT)
 
-test: $(STAMP)
+# The optional video writer (RecordVideo's MoviePy), installed for the tests that record videos.
+VIDEO_STAMP := $(VENV)/.video-installed
+$(VIDEO_STAMP): $(STAMP) requirements-video.txt
+	$(PY) -m pip install --quiet --requirement requirements-video.txt
+	@touch $@
+
+test: $(STAMP) $(VIDEO_STAMP)
 	$(ROS_ENV) $(PY) -m pytest test
+
+# The ROS user's path, as CI runs it (README "Testing on a ROS install"): a venv of the dependencies only
+# (requirements.txt + ROS_TOOLS, no `pip install -e .`), `colcon build` of this checkout in a workspace of
+# its own, that workspace sourced, then `colcon test` of COLCON_TESTS: the tests that start the installed
+# executables (`ros2 run/launch binpick_sim ...`, launch_test, colcon itself), where a process's
+# environment decides whether the package is found; the rest behave as under `make test`. `colcon test`
+# says 0 when tests fail, so `colcon test-result` (and a count above zero) gives the verdict.
+COLCON_VENV  := build/colcon-venv
+COLCON_WS    := build/colcon-ws
+ROS_TOOLS    ?= ../shared/ros-tools
+COLCON_TESTS ?= test/test_packaging.py test/test_launch_sim.py test/test_launch_two_arms.py test/test_readme_ros.py \
+	test/test_executables.py::test_sim_stops_when_its_launch_is_killed
+
+COLCON_STAMPS := $(COLCON_VENV)/.installed $(if $(wildcard $(ROS_TOOLS)),$(COLCON_VENV)/.ros-tools-installed)
+
+$(COLCON_VENV)/.installed: requirements.txt
+	@test -x $(COLCON_VENV)/bin/python || $(PYTHON) -m venv $(COLCON_VENV)
+	$(COLCON_VENV)/bin/pip install --quiet --upgrade "pip>=24"
+	$(COLCON_VENV)/bin/pip install --quiet --requirement requirements.txt
+	@touch $@
+
+$(COLCON_VENV)/.ros-tools-installed: $(COLCON_VENV)/.installed
+	$(COLCON_VENV)/bin/pip install --quiet --requirement "$(ROS_TOOLS)/requirements-registry.txt"
+	$(COLCON_VENV)/bin/pip install --quiet --no-index "$(ROS_TOOLS)"/*.whl
+	@touch $@
+
+test-colcon: $(COLCON_STAMPS)
+	rm -rf $(COLCON_WS) && mkdir -p $(COLCON_WS)/src && ln -s $(CURDIR) $(COLCON_WS)/src/binpick_sim
+	cd $(COLCON_WS) && source $(CURDIR)/$(COLCON_VENV)/bin/activate && \
+	  export LD_LIBRARY_PATH="$$(printf '%s:' $$VIRTUAL_ENV/lib/python3*/site-packages/ros_*.libs)$$VIRTUAL_ENV/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" \
+	    _ROS_WHEELS_BOOTSTRAP_COMPLETE=1 && \
+	  colcon build --event-handlers console_direct- && source install/setup.bash && \
+	  { colcon test --packages-select binpick_sim --event-handlers console_direct+ --pytest-args $(COLCON_TESTS); \
+	    colcon test-result --verbose > test-result.txt; verdict=$$?; cat test-result.txt; test $$verdict -eq 0; } && \
+	  grep -q "^Summary: [1-9][0-9]* tests" test-result.txt
 
 run: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.nodes.process.entry

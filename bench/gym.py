@@ -33,6 +33,37 @@ def env_steps_per_second(env_id: str, backend: str, observation: str, **options)
         env.close()
 
 
+RESETS = 10
+
+
+def reset_seconds(env_id: str, backend: str, observation: str) -> float:
+    """Mean wall time of a seeded reset: the cell rebuilt in an emptied PyBullet world (what makes the same
+    seed give the same episode whatever ran before), the pick bin refilled and settled, observed."""
+    env = gym.make(env_id, backend=backend, observation=observation)
+    try:
+        env.reset(seed=0)
+        start = time.perf_counter()
+        for seed in range(RESETS):
+            env.reset(seed=seed)
+        return (time.perf_counter() - start) / RESETS
+    finally:
+        env.close()
+
+
+def rebuild_seconds() -> float:
+    """Mean wall time of the rebuild alone (BinPickingSim.rebuild: resetSimulation, ground, bins, arm)."""
+    env = gym.make("binpick_sim/FrankaDelta-v0", observation="state")
+    try:
+        env.reset(seed=0)
+        sim = env.unwrapped.backend.sim
+        start = time.perf_counter()
+        for _ in range(RESETS):
+            sim.rebuild()
+        return (time.perf_counter() - start) / RESETS
+    finally:
+        env.close()
+
+
 def picker_success(backend: str = "ros") -> float:
     env = gym.make("binpick_sim/FrankaDelta-v0", backend=backend, observation="state")
     try:
@@ -53,6 +84,12 @@ def measure() -> list[Figure]:
         name = f"{env_id.split('/')[1]} {backend}, {observation}"
         note = "raw: 24 stepSimulation calls" + (", camera 640x480" if observation == "image" else "")
         figures.append(Figure("gym", name, rate, "steps/s", raw, note))
+    for backend, observation in (("direct", "state"), ("direct", "image"), ("ros", "state")):
+        figures.append(Figure("gym", f"reset(seed), FrankaDelta-v0 {backend}, {observation}",
+                              1000 * reset_seconds("binpick_sim/FrankaDelta-v0", backend, observation), "ms",
+                              note="the cell rebuilt, the bin refilled and settled"))
+    figures.append(Figure("gym", "of which the rebuild (BinPickingSim.rebuild), direct, state", 1000 * rebuild_seconds(),
+                          "ms", note="resetSimulation, ground, bins, arm"))
     figures.append(Figure("gym", "scripted picker, FrankaDelta-v0 ros, seeds 0-19", picker_success("ros"),
                           "% episodes with a grab"))
     return figures

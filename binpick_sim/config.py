@@ -30,6 +30,10 @@ MAX_FLOAT = 1e6  # any real number in the file, unless BOUNDS says otherwise
 MAX_INT = 10 ** 9  # any integer in the file, unless BOUNDS says otherwise
 MAX_OBJECTS = 200  # per bin: loading and settling 200 objects takes seconds, 10**6 took minutes and GBs
 MAX_SEED = 2 ** 63 - 1  # the world node's seed parameter is an int64
+# Pixels of one camera frame (width x height): 2048 x 2048. Each frame goes from the render worker to the
+# camera node and out on up to six topics; 4096 x 4096 with the cloud and the segmentation made 3.2 GB at
+# the peak and stalled the physics thread for seconds (README "Bad input").
+MAX_CAMERA_PIXELS = 2048 * 2048
 # (class, field) -> inclusive bounds of each number in it
 BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
     ("SimulationConfig", "timestep"): (1e-5, 0.1),
@@ -55,10 +59,12 @@ BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
     ("ArmConfig", "finger_force"): (0.0, 1000.0),
     ("CameraConfig", "position"): (-100.0, 100.0),
     ("CameraConfig", "orientation_deg"): (-360.0, 360.0),
-    ("CameraConfig", "width"): (1, 4096),  # TinyRenderer crashed at 100000 x 100000
+    ("CameraConfig", "width"): (1, 4096),  # TinyRenderer crashed at 100000 x 100000; see MAX_CAMERA_PIXELS too
     ("CameraConfig", "height"): (1, 4096),
-    ("CameraConfig", "near"): (0.0, 1000.0),
-    ("CameraConfig", "far"): (0.0, 1000.0),
+    # A lens that means something (issue 25): near 5e-324 made every depth NaN, fov 1e-300 gave fx = 2.75e304.
+    ("CameraConfig", "fov_deg"): (1.0, 170.0),
+    ("CameraConfig", "near"): (0.001, 100.0),
+    ("CameraConfig", "far"): (0.01, 1000.0),
     ("TaskConfig", "grabs_to_terminate"): (1, MAX_OBJECTS),
     ("TaskConfig", "collision_threshold"): (0.0, 1.0),
     ("TaskConfig", "steps_per_action"): (1, 100_000),
@@ -178,6 +184,11 @@ class CameraConfig:
     def __post_init__(self):
         _check(self.width > 0, "width", "must be > 0 pixels")
         _check(self.height > 0, "height", "must be > 0 pixels")
+        high = BOUNDS[("CameraConfig", "width")][1], BOUNDS[("CameraConfig", "height")][1]
+        if self.width <= high[0] and self.height <= high[1]:  # beyond a side's bound, the bound's message says it
+            _check(self.width * self.height <= MAX_CAMERA_PIXELS, "width",
+                   f"width x height must be at most {MAX_CAMERA_PIXELS} pixels (2048 x 2048, or e.g. 4096 x 1024), "
+                   f"got {self.width} x {self.height}")
         _check(0 < self.fov_deg < 180, "fov_deg", "must be in (0, 180) degrees")
         _check(self.near > 0, "near", "must be > 0 m")
         _check(self.far > self.near, "far", "must be > near")
@@ -211,6 +222,8 @@ class ControllerConfig:
     options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
 
     def __post_init__(self):
+        if not self.options:  # nothing to check, and no controller code (scipy: ~26 MB) to import for it
+            return
         from .control.controllers.options import option_problems  # the controllers say what their options are
 
         for name, value in self.options.items():
@@ -439,6 +452,33 @@ def _check_bounds(cls, name: str, value, key: str) -> None:
             where = f"{key}[{i}]" if isinstance(value, tuple) else key
             raise ConfigError(f"{where}: must be from {_number(low)} to {_number(high)}, "
                               f"got {_short(repr(number), 40)}")
+
+
+def checked_value(cls, name: str, value, key: str, bounds: bool = True):
+    """One field's value as a scene file's would be read (type, number of values, finite, and, with `bounds`,
+    within BOUNDS), on its own: the class's checks across fields are `replaced`'s. ConfigError naming `key`."""
+    hints = typing.get_type_hints(cls)
+    if name not in hints or name == "source":
+        raise ConfigError(f"{key}: unknown key")
+    value = _convert(hints[name], value, key)
+    if bounds:
+        _check_bounds(cls, name, value, key)
+    return value
+
+
+def replaced(instance, prefix: str = "", **changes):
+    """`instance` with `changes`, as a scene file's values are read: each converted (type, number of values,
+    finite), the result checked as a whole (its class's own checks, whose messages say more than a range),
+    then each within BOUNDS; ConfigError naming the key otherwise, and nothing changes."""
+    values = {name: checked_value(type(instance), name, value, prefix + name, bounds=False)
+              for name, value in changes.items()}
+    try:
+        result = dataclasses.replace(instance, **values)
+    except ConfigError as exc:
+        raise ConfigError(f"{prefix}{exc}") from None
+    for name, value in values.items():
+        _check_bounds(type(instance), name, value, prefix + name)
+    return result
 
 
 def check_bounds(instance, prefix: str = "") -> None:

@@ -158,7 +158,9 @@ def run_episode(env, spec: RunSpec, episode: EpisodeSpec, factory) -> tuple[dict
     what the step returned)."""
     observation, info = env.reset(seed=episode.seed)
     act = factory(env.unwrapped, episode.seed)
-    limit = env.unwrapped.config.task.max_episode_steps
+    from .envs.franka import episode_limit
+
+    limit = episode_limit(env) or env.unwrapped.config.task.max_episode_steps
     if spec.max_steps is not None:
         limit = min(limit, spec.max_steps)
     rows, total, terminated, truncated, step = [], 0.0, False, False, 0
@@ -301,6 +303,24 @@ def _check(spec: RunSpec, workers: int, episodes: int, seed: int) -> None:
         raise ValueError(f"seeds seed..seed+episodes-1 must lie in 0..{MAX_SEED}, got seed {seed}, {episodes} episodes")
 
 
+class NotWritable(ValueError):
+    """`--out` cannot be written; `main` says so in one line and exits 2."""
+
+
+def check_writable(out: Path) -> None:
+    """NotWritable unless a folder can be made beside `out` (where the dataset is written and then renamed
+    to `out`): found before any episode runs, not after all of them."""
+    probe = out.parent / f".{out.name}.probe-{uuid.uuid4().hex[:8]}"
+    if out.parent.exists() and not out.parent.is_dir():
+        raise NotWritable(f"cannot write --out {out}: {out.parent} is not a folder (nothing was run)")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as exc:
+        raise NotWritable(f"cannot write --out {out}: {exc.strerror or exc} (nothing was run)") from None
+
+
 def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, spec: RunSpec | None = None,
              address: str | None = None, max_retries: int = 3, progress: bool | None = None) -> RunResult:
     """Run `episodes` episodes (seeds seed..seed+episodes-1) on `workers` Ray actors; write the dataset.
@@ -318,6 +338,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         raise FileExistsError(f"{out} exists and is not empty: choose a new --out (nothing was written)")
     if not 0 <= max_retries <= 100:
         raise ValueError(f"max retries must be between 0 and 100, got {max_retries}")
+    check_writable(out)
     workers = min(workers, episodes)
 
     started = False
@@ -479,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = rollouts(args.out, args.episodes, args.workers, args.seed, spec, address=args.address,
                           max_retries=args.max_retries)
+    except NotWritable as exc:  # one line, as the issue asked: the usage would not help here
+        print(f"rollouts: error: {exc}", file=sys.stderr)
+        return 2
     except (ValueError, FileExistsError) as exc:
         parser.error(str(exc))
     print(f"{len(result.episodes)} episodes, {result.steps} steps in {result.wall_s:.1f} s "

@@ -35,3 +35,19 @@ def broken(env, seed):
     """A policy with a bug: its second action has the wrong length."""
     steps = iter(range(10**9))
     return lambda observation: [0.0] * (5 if next(steps) == 0 else 3)
+
+
+def object_poses(env, seed):
+    """Actions that carry the first object's pose: [x, y, z, qx, qy] of what `env.object_views()` says
+    now (clipped to the action space). A dataset of them records the objects' poses, so datasets that
+    are equal prove the scenes equal too."""
+    import numpy as np
+
+    def act(observation):
+        views = env.object_views()
+        if not views:
+            return np.zeros(5, np.float32)
+        first = views[0]
+        return np.clip(np.concatenate([first.position, first.orientation[:2]]), -1, 1).astype(np.float32)
+
+    return act

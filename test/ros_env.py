@@ -4,9 +4,12 @@ control_msgs — on a ROS 2 install, or from ../shared/ros-tools in CI).
 - `missing(...)`: the reason to skip, naming what is not installed, on a plain machine.
 - `isolate()`: a ROS domain of this test process's own and DDS on loopback (before rclpy starts).
 - `prefixes()`: ament prefixes in which `ros2 run/launch binpick_sim`, launch_ros and the ament index
-  find this package — a real `colcon build` of this checkout, as a ROS user's workspace has it, unless
-  the package is already installed (a sourced workspace) — and stand-ins for the C++ executables the
-  launch file starts (robot_state_publisher, rviz2, see stand_ins/) where the real ones are absent.
+  find this package — the workspace the ament index already knows (a sourced workspace, as under
+  `colcon test`), else a real `colcon build` of this checkout, as a ROS user's workspace has it — and
+  stand-ins for the C++ executables the launch file starts (robot_state_publisher, rviz2, see
+  stand_ins/) where the real ones are absent. They go on this process's AMENT_PREFIX_PATH and their
+  site-packages on its PYTHONPATH, as `source install/setup.bash` puts them, so every process a test
+  starts (subprocess, launch, `ros2 ...`) has them.
 - `shell_env()`: the environment of a terminal that has sourced that workspace.
 """
 from __future__ import annotations
@@ -45,14 +48,14 @@ def isolate() -> None:
         _prepend("AMENT_PREFIX_PATH", sys.prefix, os.environ)
 
 
-def _installed(package: str) -> bool:
+def _installed(package: str) -> Path | None:
+    """The ament prefix that holds `package` (found through AMENT_PREFIX_PATH), or None."""
     from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 
     try:
-        get_package_prefix(package)
-        return True
+        return Path(get_package_prefix(package))
     except PackageNotFoundError:
-        return False
+        return None
 
 
 _PREFIXES: list[Path] | None = None
@@ -64,14 +67,14 @@ def prefixes() -> list[Path]:
     if _PREFIXES is None:
         base = Path(tempfile.mkdtemp(prefix="binpick_ament_"))
         atexit.register(shutil.rmtree, base, ignore_errors=True)
-        _PREFIXES = []
-        if not _installed("binpick_sim"):
-            _PREFIXES.append(colcon_build(REPO, base / "ws"))
+        _PREFIXES = [_installed("binpick_sim") or colcon_build(REPO, base / "ws")]
         for package, executable in (("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2")):
             if not _installed(package):
                 _PREFIXES.append(stand_in(package, executable, base / "stand_ins"))
-        for prefix in reversed(_PREFIXES):
-            _prepend("AMENT_PREFIX_PATH", str(prefix), os.environ)
+        for prefix in reversed(_PREFIXES):  # a sourced workspace's own order is kept: only what is missing
+            _add("AMENT_PREFIX_PATH", str(prefix), os.environ)
+            for folder in _site_packages(prefix):
+                _add("PYTHONPATH", folder, os.environ)
     return _PREFIXES
 
 
@@ -100,17 +103,14 @@ def stand_in(package: str, executable: str, root: Path) -> Path:
     return prefix
 
 
-def python_path() -> list[str]:
-    """The site-packages folders of the prefixes, as `source install/setup.bash` adds them."""
-    return [str(p) for prefix in prefixes() for p in (prefix / "lib").glob("python3*/site-packages")]
+def _site_packages(prefix: Path) -> list[str]:
+    return [str(p) for p in sorted((prefix / "lib").glob("python3*/site-packages"))]
 
 
 def shell_env() -> dict[str, str]:
     """A terminal's environment after `source install/setup.bash` of the workspace (and the venv)."""
     prefixes()
     env = dict(os.environ)
-    for folder in python_path():
-        _prepend("PYTHONPATH", folder, env)
     _prepend("PATH", str(VENV_BIN), env)
     return env
 
@@ -118,3 +118,9 @@ def shell_env() -> dict[str, str]:
 def _prepend(name: str, value: str, env) -> None:
     parts = [p for p in env.get(name, "").split(os.pathsep) if p and p != value]
     env[name] = os.pathsep.join([value, *parts])
+
+
+def _add(name: str, value: str, env) -> None:
+    """`value` first in the path list `name` unless it is there already (then its place is kept)."""
+    if value not in env.get(name, "").split(os.pathsep):
+        _prepend(name, value, env)

@@ -133,11 +133,14 @@ def test_reset_is_repeatable_and_keeps_the_object_type_when_asked():
 
 
 def test_episodes_are_truncated_at_the_step_limit(tmp_path):
+    """Made directly from its class (the seed's API), the env truncates at the scene file's limit."""
+    from binpick_sim.envs import FrankaDeltaEnv
+
     data = yaml.safe_load(default_config().read_text())
     data["task"]["max_episode_steps"] = 3
     scene = tmp_path / "scene.yaml"
     scene.write_text(yaml.safe_dump(data))
-    env = make("binpick_sim/FrankaDelta-v0", config_file=scene, observation="state")
+    env = FrankaDeltaEnv(config_file=scene, observation="state", camera_size=SMALL_CAMERA)
     try:
         env.reset(seed=0)
         flags = [env.step(np.zeros(5, np.float32))[3] for _ in range(3)]

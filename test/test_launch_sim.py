@@ -34,12 +34,13 @@ from launch_checks import CHECKS, make_client  # noqa: E402
 
 @pytest.mark.launch_test
 def generate_test_description():
-    ros_env.prefixes()  # binpick_sim and robot_state_publisher in the ament index, as in a sourced workspace
+    # binpick_sim and robot_state_publisher in the ament index, their site-packages on PYTHONPATH, as in a sourced
+    # workspace: the launched processes inherit both (PYTHONPATH is not replaced: on a ROS install it holds rclpy)
+    ros_env.prefixes()
     from ament_index_python.packages import get_package_share_directory
 
     launch_file = Path(get_package_share_directory("binpick_sim")) / "launch" / "sim.launch.py"
-    workspace = [launch.actions.SetEnvironmentVariable("PYTHONPATH", ":".join(ros_env.python_path()))]
-    return launch.LaunchDescription(workspace + [  # no launch arguments: the defaults, as a user starts it
+    return launch.LaunchDescription([  # no launch arguments: the defaults, as a user starts it
         launch.actions.IncludeLaunchDescription(PythonLaunchDescriptionSource(str(launch_file))),
         launch_testing.actions.ReadyToTest()])
 

@@ -33,14 +33,15 @@ ARMS = ("left", "right")
 
 @pytest.mark.launch_test
 def generate_test_description():
-    ros_env.prefixes()  # binpick_sim and robot_state_publisher in the ament index, as in a sourced workspace
+    # binpick_sim and robot_state_publisher in the ament index, their site-packages on PYTHONPATH, as in a sourced
+    # workspace: the launched processes inherit both (PYTHONPATH is not replaced: on a ROS install it holds rclpy)
+    ros_env.prefixes()
     from ament_index_python.packages import get_package_share_directory
 
     share = Path(get_package_share_directory("binpick_sim"))
-    workspace = [launch.actions.SetEnvironmentVariable("PYTHONPATH", ":".join(ros_env.python_path()))]
     arguments = {"config": str(share / "config" / "scene_two_arms.yaml"), "camera": "false",
                  "realtime_factor": "0.0"}
-    return launch.LaunchDescription(workspace + [
+    return launch.LaunchDescription([
         launch.actions.IncludeLaunchDescription(PythonLaunchDescriptionSource(str(share / "launch" / "sim.launch.py")),
                                                 launch_arguments=arguments.items()),
         launch_testing.actions.ReadyToTest()])

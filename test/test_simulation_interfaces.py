@@ -446,7 +446,8 @@ def test_spawn_error_codes(running, si, tmp_path, monkeypatch):
     assert code(name="x", urdf="", uri="http://example.com/a.urdf") == R.UNSUPPORTED_FORMAT
     assert code(name="x", urdf="<robot name='x'><link>") == R.RESOURCE_PARSE_ERROR
     assert code(name="x", urdf="<robot name='x'/>") == R.RESOURCE_PARSE_ERROR  # no link
-    assert code(name="x", urdf="", uri="file:///no/such/file.urdf") == r.RESULT_NOT_FOUND
+    assert code(name="x", urdf="", uri="no_such_file.urdf") == r.RESULT_NOT_FOUND  # in pybullet_data
+    assert code(name="x", urdf="", uri="file:///no/such/file.urdf") == r.RESULT_OPERATION_FAILED  # not allowed
     mesh = CUBE.replace('<box size="0.02 0.02 0.02"/></geometry></visual>', '<mesh filename="{}"/></geometry></visual>')
     assert code(name="x", urdf=mesh.format("no_such_mesh.obj")) == R.MISSING_ASSETS
     assert code(name="x", urdf=mesh.format("package://no_such_package/m.obj")) == R.MISSING_ASSETS
@@ -468,9 +469,10 @@ def test_spawn_error_codes(running, si, tmp_path, monkeypatch):
     (marker / "my_objects").write_text("")
     monkeypatch.setenv("AMENT_PREFIX_PATH", f"{tmp_path}:{os.environ.get('AMENT_PREFIX_PATH', '')}")
     assert std.spawn(name="", urdf="", uri="package://my_objects/box.urdf").entity_name == "box"
-    found = std.ok("get_spawnables", std.request("get_spawnables", sources=[str(share), "/no/such/folder"]))
+    found = std.ok("get_spawnables", std.request("get_spawnables", sources=["package://my_objects",
+                                                                            "package://no_such_package"]))
     assert (share / "box.urdf").as_uri() in [x.uri for x in found.spawnables]
-    assert "/no/such/folder" in found.result.error_message  # listed, but no failure
+    assert "package://no_such_package" in found.result.error_message  # listed, but no failure
     assert std.spawn(name="y", namespace="robots/y").result.result == r.RESULT_OK  # a valid namespace is fine
 
     many = std.request("spawn_entities", spawn_requests=[

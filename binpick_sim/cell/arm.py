@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -20,6 +21,7 @@ from .world import World
 ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINT_NAMES = ("panda_finger_joint1", "panda_finger_joint2")
 JOINT_NAMES = ARM_JOINT_NAMES + FINGER_JOINT_NAMES
+PANDA_URDF = "franka_panda/panda.urdf"  # in pybullet_data
 GRASP_TARGET_LINK = "panda_grasptarget"
 FINGER_LINKS = ("panda_leftfinger", "panda_rightfinger")
 TOP_DOWN_ROLL = np.pi  # grasp-target z axis points at the floor
@@ -49,6 +51,19 @@ class JointLimits:
         return clip(np.asarray(v, dtype=float), -self.velocity, self.velocity)
 
 
+def urdf_joint_limits() -> JointLimits:
+    """The 9 joints' limits as the Panda's URDF gives them, read from the file (the numbers PyBullet's
+    getJointInfo reports), without a physics client: an env reads them to build its spaces before any
+    world exists, and a scratch client with the arm loaded would cost ~100 MB that the allocator keeps."""
+    import pybullet_data
+    from xml.etree import ElementTree
+
+    root = ElementTree.parse(Path(pybullet_data.getDataPath()) / PANDA_URDF).getroot()
+    limits = {j.get("name"): j.find("limit") for j in root.iter("joint")}
+    rows = [[float(limits[name].get(key)) for name in JOINT_NAMES] for key in ("lower", "upper", "velocity", "effort")]
+    return JointLimits(*map(np.array, rows))
+
+
 def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
     """Names as a planner sends them: known, each once, at least one; `error` says which is wrong."""
     names = list(names)
@@ -65,8 +80,10 @@ def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
 
 
 class FrankaArm:
-    def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None):
+    def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None, drawn: bool = True):
+        """`drawn=False`: loaded without visual meshes, for a world nothing renders."""
         self.world = world
+        self.drawn = drawn
         self.config = config
         self.workspace = workspace
         c = world.client
@@ -104,8 +121,9 @@ class FrankaArm:
     def _load_body(self) -> None:
         c = self.world.client
         self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
-        self.body = c.loadURDF("franka_panda/panda.urdf", self.config.base_position, self.base_orientation,
-                               useFixedBase=True, flags=self_collision if self.config.self_collision else 0)
+        flags = (self_collision if self.config.self_collision else 0) | (0 if self.drawn else c.URDF_IGNORE_VISUAL_SHAPES)
+        self.body = c.loadURDF(PANDA_URDF, self.config.base_position, self.base_orientation,
+                               useFixedBase=True, flags=flags)
         # Per joint: whether its motor's velocity clamp is known to be the joint's limit (command_motors).
         self._clamped = [False] * len(JOINT_NAMES)
 
@@ -122,6 +140,12 @@ class FrankaArm:
         if self.config.finger_force_sensors:  # off is PyBullet's default (turning off a missing one warns)
             for j in self.finger_joints:
                 c.enableJointForceTorqueSensor(self.body, j, True)
+
+    def reload(self) -> None:
+        """Load the arm's body again into a world just rebuilt (World.rebuild), under the id of its
+        construction when loaded in the same order; `reset` then puts it home."""
+        self._load_body()
+        self._set_up_body()
 
     def _reload_if_poisoned(self) -> None:
         """A NaN that once reached PyBullet (a NaN torque) stays in the body for good: resetting its joints
@@ -176,6 +200,7 @@ class FrankaArm:
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
         self.gripper_open = True  # seed: reset leaves the gripper open
+        self.delta_clipped = False
         self.set_finger_force(None)
         self.set_position_targets(self.home)
 

@@ -97,6 +97,14 @@ class BinShaker:
         c.resetBaseVelocity(body, [0, 0, 0], [0, 0, 0])
         c.setCollisionFilterPair(body, self.ground, -1, -1, 1)
 
+    def forget(self) -> None:
+        """The world was rebuilt (its bin and the shake's constraint are new or gone): idle, touching
+        nothing of the world."""
+        if self.shaking:
+            self.world.remove_step_hooks(before=self._before_step)
+        self.constraint = None
+        self.steps_left = 0
+
     def _before_step(self) -> None:
         if self.steps_left <= 0:
             self.stop()

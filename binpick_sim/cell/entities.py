@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,13 @@ import numpy as np
 import pybullet_data
 
 from ..reasoning import ROBOT_NAME
+from . import sanity
+from .name_filter import FilterError, compile_filter
 from .scene import SceneObject, object_files
 from .sim import BinPickingSim
+from .spawn_folder import SpawnFolder
+from .spawn_sources import OutsideRoots, SpawnRoots, Walk, source_path
+from .urdf_limits import NumberError, body_problem, check_numbers
 from .vision.rendering import spelled
 
 ROBOT, STATIC, OBJECT = "robot", "static", "object"
@@ -102,14 +106,17 @@ def check_twist(linear, angular) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Entities:
-    def __init__(self, sim: BinPickingSim):
+    def __init__(self, sim: BinPickingSim, spawnable_folders=()):
+        """`spawnable_folders`: absolute folders whose URDFs and meshes may be spawned besides the package's
+        own (see spawn_sources); ValueError for one that is not an existing folder."""
         self.sim = sim
         self.client = sim.world.client
-        self._folder = tempfile.TemporaryDirectory(prefix="binpick_spawned_")  # URDFs as loaded
+        self.roots = SpawnRoots(spawnable_folders)
+        self._folder = SpawnFolder()  # URDFs as loaded (stale folders of killed processes removed first)
         self._files = 0
 
     def close(self) -> None:
-        self._folder.cleanup()
+        self._folder.close()
 
     # --- names --------------------------------------------------------------------------------
     def all(self) -> list[Entity]:
@@ -142,13 +149,13 @@ class Entities:
 
     def select(self, pattern: str = "", categories=(), tags=(), all_tags: bool = False,
                sphere: tuple | None = None, box: tuple | None = None) -> list[Entity]:
-        """Entities whose name matches the regular expression (searched, Python syntax) and that are of
-        any of `categories`, carry any (or all) of `tags`, and overlap the sphere (centre, radius) or
-        the axis-aligned box (corner, corner), each filter applying only when given."""
+        """Entities whose name matches the regular expression (searched, RE2 syntax: see name_filter) and
+        that are of any of `categories`, carry any (or all) of `tags`, and overlap the sphere (centre,
+        radius) or the axis-aligned box (corner, corner), each filter applying only when given."""
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise EntityError(OPERATION_FAILED, f"filter {pattern!r} is not a regular expression: {exc}") from None
+            matches = compile_filter(pattern)
+        except FilterError as exc:
+            raise EntityError(OPERATION_FAILED, str(exc)) from None
         if sphere is not None:
             centre, radius = np.asarray(sphere[0], float), float(sphere[1])
             if not (np.all(np.isfinite(centre)) and math.isfinite(radius) and radius >= 0):
@@ -161,7 +168,7 @@ class Entities:
         match_tags = (lambda have: set(tags) <= set(have)) if all_tags else (lambda have: bool(set(tags) & set(have)))
         chosen = []
         for entity in self.all():
-            if not regex.search(entity.name) or (categories and entity.category not in categories):
+            if not matches(entity.name) or (categories and entity.category not in categories):
                 continue
             if tags and not match_tags(entity.tags):
                 continue
@@ -236,18 +243,18 @@ class Entities:
     def spawn(self, name: str, allow_renaming: bool, uri: str, resource_string: str,
               frame_id: str, position, orientation) -> str:
         """Load a URDF (by `uri`, else from `resource_string`) as a new object; returns its name."""
-        if uri:
-            path = resolve_uri(uri)
-            text, base = read_urdf(path), path.parent
-        elif resource_string:
-            text, base = resource_string, Path(pybullet_data.getDataPath())
+        if uri:  # a file: its contents are never quoted back (echo False)
+            path, package = resolve_uri(uri, self.roots)
+            text, base, echo = read_urdf(path), path.parent, False
+        elif resource_string:  # the client's own text: quoting it helps and tells nothing new
+            text, base, package, echo = resource_string, Path(pybullet_data.getDataPath()), None, True
         else:
             raise EntityError(NO_RESOURCE, "neither uri nor resource_string is given")
-        root = parse_urdf(text, base)
-        name = self._new_name(name or root.get("name", ""), allow_renaming)
+        root = parse_urdf(text, base, self.roots, package, echo)
+        name = self._new_name(name or root.get("name", ""), allow_renaming, quote=echo or bool(name))
         position, orientation = self.to_world(frame_id, position, orientation)
         self._files += 1
-        urdf = Path(self._folder.name) / f"{self._files:04d}_{name}.urdf"
+        urdf = self._folder.path / f"{self._files:04d}_{name}.urdf"
         for mesh in root.iter("mesh"):  # meshes of their own, whatever their scale (EGL: see spelled)
             mesh.set("filename", spelled(mesh.get("filename"), ("spawn", str(urdf))))
         urdf.write_text(ElementTree.tostring(root, encoding="unicode"))
@@ -256,13 +263,20 @@ class Entities:
         except Exception as exc:  # pybullet.error: the importer refused it
             urdf.unlink()
             raise EntityError(RESOURCE_PARSE_ERROR, f"PyBullet could not load the URDF: {exc}") from None
+        problem = body_problem(self.client, body)
+        if problem:  # no step has been taken with it: removing it leaves the world as it was
+            self.client.removeBody(body)
+            urdf.unlink()
+            raise EntityError(RESOURCE_PARSE_ERROR, f"refused: {problem}")
         self.sim.scene.add_object(body, urdf, name, (position, orientation))
         return name
 
-    def _new_name(self, wanted: str, allow_renaming: bool) -> str:
+    def _new_name(self, wanted: str, allow_renaming: bool, quote: bool = True) -> str:
+        """`quote`: the refusal may quote `wanted` (false for a name read from a file)."""
         taken = set(self.names())
         if wanted and (not NAME_PATTERN.fullmatch(wanted) or RESERVED_NAME.fullmatch(wanted)):
-            raise EntityError(NAME_INVALID, f"name {wanted!r} is invalid: use a letter, then letters, digits "
+            shown = f"name {wanted[:100]!r}" if quote else "the URDF's robot name"
+            raise EntityError(NAME_INVALID, f"{shown} is invalid: use a letter, then letters, digits "
                                             "or '_' (at most 64), and not object_<k> (the bin's objects)")
         if wanted and wanted not in taken:
             return wanted
@@ -295,6 +309,10 @@ class Entities:
             position, orientation = obj.spawn_pose
             body = self.client.loadURDF(str(obj.urdf), position.tolist(), orientation.tolist())
             self.sim.scene.add_object(body, obj.urdf, obj.name, obj.spawn_pose)
+        try:
+            sanity.restore(self.sim)  # a NaN in the ground or a bin survives the restart otherwise
+        except sanity.WorldNotSane as exc:
+            raise EntityError(OPERATION_FAILED, str(exc)) from None
 
     # --- offered poses and resources ----------------------------------------------------------
     def named_poses(self) -> list[NamedPose]:
@@ -320,40 +338,65 @@ class Entities:
             c.restoreState(stateId=saved)
             c.removeState(saved)
 
-    def spawnables(self, sources=()) -> tuple[list[tuple[str, str]], list[str]]:
+    def spawnables(self, sources=()) -> tuple[list[tuple[str, str]], list[str], str]:
         """(uri, description) of the object sets' URDFs (unscaled: the bin scales them to 1-3 cm), plus
-        the URDFs in each extra source folder or file; and the sources not understood."""
-        found, unknown = [], []
+        the URDFs in each extra source folder or file (inside the spawnable folders, or a package://
+        folder); the sources not found; and which bound stopped the listing ("" if none).
+        EntityError (OPERATION_FAILED) for a source outside the allowed folders: nothing is listed."""
+        paths = []
+        for source in sources:
+            try:
+                if source.startswith("package://"):
+                    path, also = package_path(source.rstrip("/") + "/"), [path_of_package(source)]
+                else:
+                    path, also = source_path(source), []
+                paths.append((source, self.roots.check(path, repr(source[:200]), also), also))
+            except OutsideRoots as exc:
+                raise EntityError(OPERATION_FAILED, str(exc)) from None
+            except EntityError:
+                paths.append((source, None, []))  # an unknown package: not found
+        found, unknown, walk = [], [], Walk()
         for object_set in ("train", "test"):
             found += [(f.as_uri(), f"random_urdfs {f.stem}, {object_set} set (unscaled)") for f in object_files(object_set)]
-        for source in sources:
-            path = Path(unquote(source.removeprefix("file://")))
-            if path.is_dir():
-                found += [(f.as_uri(), f"from {source}") for f in sorted(path.rglob("*.urdf"))]
-            elif path.is_file() and path.suffix == ".urdf":
+        for source, path, also in paths:
+            if path is not None and path.is_dir():  # (a link in an allowed folder may lead out of it)
+                found += [(f.as_uri(), f"from {source}") for f in walk.urdfs(path) if self.roots.allows(f, also)]
+            elif path is not None and path.is_file() and path.suffix == ".urdf":
                 found.append((path.as_uri(), f"from {source}"))
             else:
                 unknown.append(source)
-        return found, unknown
+        return found, unknown, walk.stopped
 
 
 # --- URDF resources ---------------------------------------------------------------------------
-def resolve_uri(uri: str) -> Path:
+def resolve_uri(uri: str, roots: SpawnRoots) -> tuple[Path, Path | None]:
     """A URDF's path from `file://`, `package://` (ament index), an absolute path, or a path relative to
-    pybullet_data (as PyBullet's own loadURDF finds them)."""
+    pybullet_data (as PyBullet's own loadURDF finds them), inside the spawnable folders (a package's
+    file inside that package's share folder); and that package's share folder, if from one."""
+    shown, package = repr(uri[:200]), None
     if uri.startswith("package://"):
-        path = package_path(uri)
+        path, package = package_path(uri), path_of_package(uri)
     elif uri.startswith("file://"):
         path = Path(unquote(uri.removeprefix("file://")))
     elif "://" in uri:
-        raise EntityError(UNSUPPORTED_FORMAT, f"{uri!r}: only file://, package:// and plain paths are read")
+        raise EntityError(UNSUPPORTED_FORMAT, f"{shown}: only file://, package:// and plain paths are read")
     else:
         path = Path(uri) if Path(uri).is_absolute() else Path(pybullet_data.getDataPath()) / uri
     if path.suffix.lower() != ".urdf":
-        raise EntityError(UNSUPPORTED_FORMAT, f"{uri!r} is not a .urdf file; spawn formats: urdf")
+        raise EntityError(UNSUPPORTED_FORMAT, f"{shown} is not a .urdf file; spawn formats: urdf")
+    try:
+        roots.check(path, shown, also=[package] if package else [])
+    except OutsideRoots as exc:
+        raise EntityError(OPERATION_FAILED, str(exc)) from None
     if not path.is_file():
-        raise EntityError(NOT_FOUND, f"{uri!r}: no such file ({path})")
-    return path
+        raise EntityError(NOT_FOUND, f"{shown}: no such file")
+    return path, package
+
+
+def path_of_package(uri: str) -> Path:
+    """The share folder of a package:// URI's package."""
+    name = uri.removeprefix("package://").partition("/")[0]
+    return package_path(f"package://{name}/")
 
 
 def package_path(uri: str) -> Path:
@@ -369,35 +412,51 @@ def package_path(uri: str) -> Path:
 
 
 def read_urdf(path: Path) -> str:
+    """The file's text. The reason of a refusal never quotes the file (UnicodeDecodeError names a byte)."""
     try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"cannot read {path}: {exc}") from None
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise EntityError(RESOURCE_PARSE_ERROR, f"cannot read {path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise EntityError(RESOURCE_PARSE_ERROR, f"cannot read {path}: {exc.strerror or 'error'}") from None
 
 
-def parse_urdf(text: str, base: Path) -> ElementTree.Element:
-    """The URDF's XML, with every mesh file resolved to an absolute path (relative ones against `base`)."""
+def parse_urdf(text: str, base: Path, roots: SpawnRoots, package: Path | None = None,
+               echo: bool = True) -> ElementTree.Element:
+    """The URDF's XML, its numbers checked (urdf_limits), with every mesh file resolved to an absolute
+    path (relative ones against `base`) inside the spawnable folders or `package`'s share folder.
+    `echo`: messages may quote the document (the client sent it); otherwise they say where, not what."""
     try:
         root = ElementTree.fromstring(text)
-    except ElementTree.ParseError as exc:
+    except ElementTree.ParseError as exc:  # says line and column, quotes nothing
         raise EntityError(RESOURCE_PARSE_ERROR, f"not well-formed XML: {exc}") from None
+    tag = f"<{root.tag[:50]}>" if echo else "the root element"
     if root.tag in ("sdf", "mujoco"):
         raise EntityError(UNSUPPORTED_FORMAT, f"<{root.tag}> documents are not read; spawn formats: urdf")
     if root.tag != "robot" or root.find("link") is None:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"not a URDF: root <{root.tag}> should be <robot> with a <link>")
-    for mesh in root.iter("mesh"):
+        raise EntityError(RESOURCE_PARSE_ERROR, f"not a URDF: {tag} should be <robot> with a <link>")
+    try:
+        check_numbers(root, echo)
+    except NumberError as exc:
+        raise EntityError(RESOURCE_PARSE_ERROR, f"out of bounds: {exc}") from None
+    for k, mesh in enumerate(root.iter("mesh"), 1):
         filename = mesh.get("filename", "")
+        shown = repr(filename[:200]) if echo else f"#{k}"
         if filename.startswith("package://"):
             try:
-                path = package_path(filename)
+                path, also = package_path(filename), [path_of_package(filename)]
             except EntityError as exc:
-                raise EntityError(MISSING_ASSETS, f"mesh {exc}") from None
+                raise EntityError(MISSING_ASSETS, f"mesh {shown}: {exc}" if echo else f"mesh {shown}: no such package") from None
         else:
             path = Path(unquote(filename.removeprefix("file://")))
-            path = path if path.is_absolute() else base / path
+            path, also = (path if path.is_absolute() else base / path), ([package] if package else [])
         if path.suffix.lower() not in MESH_FORMATS:
-            raise EntityError(UNSUPPORTED_ASSETS, f"mesh {filename!r}: PyBullet reads {sorted(MESH_FORMATS)}")
+            raise EntityError(UNSUPPORTED_ASSETS, f"mesh {shown}: PyBullet reads {sorted(MESH_FORMATS)}")
+        try:
+            roots.check(path, f"mesh {shown}", also)
+        except OutsideRoots as exc:
+            raise EntityError(OPERATION_FAILED, str(exc)) from None
         if not path.is_file():
-            raise EntityError(MISSING_ASSETS, f"mesh {filename!r} not found ({path})")
+            raise EntityError(MISSING_ASSETS, f"mesh {shown} not found")
         mesh.set("filename", str(path))
     return root

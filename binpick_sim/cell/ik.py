@@ -54,7 +54,9 @@ class PandaIK:
 
         self.client = connect()
         self.client.setAdditionalSearchPath(pybullet_data.getDataPath())
-        self.body = self.client.loadURDF(PANDA_URDF, list(base_position), list(base_orientation), useFixedBase=True)
+        # Kinematics alone: the copy is never drawn, and the Panda's visual meshes cost ~60 MB per client.
+        self.body = self.client.loadURDF(PANDA_URDF, list(base_position), list(base_orientation), useFixedBase=True,
+                                         flags=self.client.URDF_IGNORE_VISUAL_SHAPES)
         self.base = np.asarray(base_position, dtype=float)
         self._base = self.base.tolist()
         self.lower, self.upper, self.rest = np.asarray(lower), np.asarray(upper), np.asarray(rest)

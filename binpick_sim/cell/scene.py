@@ -45,6 +45,7 @@ class Bin:
     def __init__(self, world: World, name: str, config: BinConfig, color=(0.3, 0.3, 0.3, 1.0)):
         self.name = name
         self.config = config
+        self.world, self.color = world, color
         c = world.client
         self.position = np.array(config.position, dtype=float)
         self.orientation = np.array(c.getQuaternionFromEuler(np.radians(config.orientation_deg)))
@@ -55,11 +56,16 @@ class Bin:
         self._origin = self.position.tolist()
         length, width, height = config.size
         self._extent = (length / 2, width / 2, 2 * height)  # what `contains` compares with
+        self.load()
+
+    def load(self) -> None:
+        """Make the bin's body in the world (at construction, and again after the world's rebuild)."""
+        c = self.world.client
         boxes = self.boxes()
         kwargs = dict(shapeTypes=[c.GEOM_BOX] * len(boxes), halfExtents=[b[0] for b in boxes])
         collision = c.createCollisionShapeArray(collisionFramePositions=[b[1] for b in boxes], **kwargs)
         visual = c.createVisualShapeArray(visualFramePositions=[b[1] for b in boxes],
-                                          rgbaColors=[color] * len(boxes), **kwargs)
+                                          rgbaColors=[self.color] * len(boxes), **kwargs)
         self.body = c.createMultiBody(0, collision, visual, self.position.tolist(), self.orientation.tolist())
 
     def boxes(self) -> list[tuple[list[float], list[float]]]:
@@ -124,8 +130,7 @@ class BinScene:
     def __init__(self, world: World, config: SceneConfig):
         self.world = world
         self.config = config
-        c = world.client
-        self.ground = c.loadURDF("plane.urdf", useFixedBase=True)
+        self.ground = self._load_ground()
         self.pick_bin = Bin(world, "pick_bin", config.pick_bin)
         self.drop_bin = Bin(world, "drop_bin", config.drop_bin, color=(0.25, 0.35, 0.45, 1.0))
         self.bins = [self.pick_bin, self.drop_bin]
@@ -134,6 +139,17 @@ class BinScene:
         self.object_scale = 0.0
         self.episode = 0
         self.next_index = 0  # marker id of the next object added after the bin was filled
+
+    def _load_ground(self) -> int:
+        return self.world.client.loadURDF("plane.urdf", useFixedBase=True)
+
+    def reload_fixed(self) -> None:
+        """The ground and the bins made again in a world just rebuilt (World.rebuild), in the order and
+        so under the ids of their construction; the objects are gone with the old world."""
+        self.objects = []
+        self.ground = self._load_ground()
+        for b in self.bins:
+            b.load()
 
     @property
     def environment_bodies(self) -> dict[str, int]:
@@ -151,7 +167,8 @@ class BinScene:
         raise KeyError(f"no object named {name!r} (objects now: {known})")
 
     def reset(self, keep_object_type: bool = False) -> None:
-        """Remove every object, then fill the pick bin anew and let the pile settle."""
+        """Remove every object (none is left after a rebuild), then fill the pick bin anew and let the
+        pile settle."""
         for obj in self.objects:
             self.world.client.removeBody(obj.body)
         self.objects = []

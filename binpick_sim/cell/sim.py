@@ -15,7 +15,9 @@ from .world import World
 
 
 class BinPickingSim:
-    def __init__(self, config: Config, gui: bool | None = None):
+    def __init__(self, config: Config, gui: bool | None = None, drawn: bool = True):
+        """`drawn=False`: nothing will ever render this world (a state-only gym env): the arms are loaded
+        without their visual meshes (~60 MB each; physics and object views are the same)."""
         self.config = config
         gui = config.simulation.gui if gui is None else gui
         sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
@@ -29,7 +31,7 @@ class BinPickingSim:
         self.scene = BinScene(self.world, config.scene)
         # Seed 000's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
         # cameras' mount, the gym envs' arm).
-        self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin) for arm in config.arms]
+        self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin, drawn=drawn) for arm in config.arms]
         self.arm = self.arms[0]
         self.camera = Camera(self.world, config.camera, arm=self.arm)  # the scene file's `camera:`
         # every camera by name: "" is `camera:` (today's topic and frame names), the others `cameras:`
@@ -37,18 +39,47 @@ class BinPickingSim:
                                             for name, c in config.cameras.items()}}
         self.shakers = {b.name: BinShaker(self.world, b, self.scene.ground) for b in self.scene.bins}
         self._meshes: dict = {}
+        self.fixed_bodies = self._fixed_bodies()  # their ids, which every rebuild must give again
+        self._first_frame()
+
+    def _fixed_bodies(self) -> tuple[int, ...]:
+        return (self.scene.ground, *(b.body for b in self.scene.bins), *(arm.body for arm in self.arms))
+
+    def _first_frame(self) -> None:
         if self.world.renderer.name == "egl":
             # EGL lights the first frame with bodies in it differently from every later one (measured: 5 % of
             # a 640x480 frame's pixels, up to 38 levels); a frame of one pixel takes that turn
             self.world.client.getCameraImage(1, 1, renderer=self.world.renderer.flag)
 
+    def rebuild(self) -> None:
+        """The cell made again from nothing in an emptied physics world (World.rebuild): ground, bins and
+        arms loaded in their construction's order, under the same body ids (so every holder of an id,
+        the camera's mount, the task, the nodes, stays right), no objects, no shake, no controller.
+
+        Every reset does this: PyBullet keeps state across body-by-body resets that later steps depend
+        on (contact caches, freed ids reused, solver bookkeeping), so only an emptied world makes an
+        episode a function of its seed alone. It also leaves nothing of a poisoned world (a NaN that
+        reached a body) behind. A world that cannot be made again the same way raises RuntimeError."""
+        for shaker in self.shakers.values():
+            shaker.forget()
+        for arm in self.arms:
+            arm.set_controller(None)
+        self.world.rebuild()
+        self.scene.reload_fixed()
+        for arm in self.arms:
+            arm.reload()
+        if self._fixed_bodies() != self.fixed_bodies:
+            raise RuntimeError(f"the rebuilt cell's bodies got ids {self._fixed_bodies()}, not {self.fixed_bodies}")
+        self._first_frame()
+
     def reset(self, seed: int | None = None, keep_object_type: bool = False) -> None:
-        """New episode: arm home, pick bin refilled. The same seed gives the same episode."""
+        """New episode: the cell rebuilt (see `rebuild`), arm home, pick bin refilled. What follows
+        depends only on the world's RNG state here (the seed, when given) and the actions: the same
+        seed gives the same episode bit for bit, whatever ran before."""
         if seed is not None:
             self.world.seed(seed)
         self.episode_start = (self.world.rng.bit_generator.state, keep_object_type)
-        for shaker in self.shakers.values():
-            shaker.stop()
+        self.rebuild()
         for arm in self.arms:
             arm.reset()
         self.scene.reset(keep_object_type=keep_object_type)

@@ -113,6 +113,17 @@ class World:
         if self.gui:
             c.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
 
+    def rebuild(self) -> None:
+        """Empty the physics world for good: PyBullet's `resetSimulation` deletes Bullet's dynamics world
+        and makes a new one, the only way to drop every piece of state a body-by-body reset leaves behind
+        (contact manifolds and their warm-start impulses, the broadphase's pair cache, the solver's and
+        the world's own bookkeeping, freed body ids handed out again in another order, motor targets,
+        sleeping state). Every body is gone afterwards and ids start again from 0; the engine
+        parameters are applied again. Sim time (`step_count`) and the RNG are kept: the clock runs on
+        and the caller seeds."""
+        self.client.resetSimulation()
+        self.configure()
+
     @property
     def timestep(self) -> float:
         return self.config.timestep

@@ -156,6 +156,13 @@ class RobotBackend:
         self.error: Status | None = None
         self.started = False
         self.start_time = 0.0
+        # Interface time (timestamp_ms) runs on across a time reset (/clock back to 0): each reset starts a new
+        # epoch, counted here, whose steps are stamped on from where the last one stopped (README: the
+        # time-indexed robot interface).
+        self.time_epoch = 0
+        self._epoch_start = 0.0  # world time at the epoch's first step
+        self._epoch_base_ms = 0.0  # interface time at the epoch's first step
+        self._last_stamp: tuple[float, float] | None = None  # world time and timestamp_ms of the last step
         self.on_step: list = []  # callbacks(t) after each step is recorded (the ROS node publishes there)
 
     # --- frontends (any thread) ---------------------------------------------------------------
@@ -178,7 +185,7 @@ class RobotBackend:
     def _start(self) -> None:
         arm = self.arm
         arm.release_motors()  # torque control
-        self.start_time = self.world.time
+        self.start_time = self._epoch_start = self.world.time
         arm.set_controller(self.step)
         self.loop.lockstep = False  # the world waited for the first action; now it runs
 
@@ -215,10 +222,22 @@ class RobotBackend:
         self.desired.append(t, action)
         self.applied.append(t, applied)
         self.status.append(t, status)
-        self.timestamps.append(t, (self.world.time - self.start_time) * 1000.0)
+        self.timestamps.append(t, self._timestamp_ms())
         self.observations.append(t, observation)  # last: a reader waiting for t finds all of it
         for callback in self.on_step:
             callback(t)
+
+    def _timestamp_ms(self) -> float:
+        """Sim milliseconds since the first action, never going back: when the world's clock was reset
+        (`reset_simulation` with scope TIME or ALL) since the last step, this step opens a new epoch, stamped
+        one timestep after the last step of the old one."""
+        now = self.world.time
+        if self._last_stamp is not None and now <= self._last_stamp[0]:
+            self.time_epoch += 1
+            self._epoch_start, self._epoch_base_ms = now, self._last_stamp[1] + self.world.timestep * 1000.0
+        stamp = self._epoch_base_ms + (now - self._epoch_start) * 1000.0
+        self._last_stamp = (now, stamp)
+        return stamp
 
     def _observe(self) -> Observation:
         position, velocity, torque = self.arm.joint_states()

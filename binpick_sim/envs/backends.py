@@ -22,9 +22,28 @@ from ..config import Config, save_config
 from ..picking.policy import ObjectView
 from ..cell.shapes import Geometry, cached_vertices
 from ..cell.sim import BinPickingSim
+from ..picking.privileged import privileged_state
 from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
+# The process that started ROS (rclpy) for a ROS backend, and, in a child forked from such a process, that
+# parent's id: DDS keeps threads and locks that a fork copies mid-use, so a ROS backend made in such a child
+# hangs (README "Gym envs": vector envs).
+_ros_started_in: int | None = None
+_forked_from_ros: int | None = None
+
+
+def _after_fork_in_child() -> None:
+    global _forked_from_ros
+    if _ros_started_in is not None:
+        _forked_from_ros = _ros_started_in
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class ForkedAfterRos(RuntimeError):
+    """A ROS backend asked for in a process forked from one that had started ROS."""
 UNTIL_REACHED = "_until_reached"  # a command's suffix in task/step's codes (task_node.STEP_COMMANDS)
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
 RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
@@ -41,6 +60,8 @@ class Observation:
     rgb: np.ndarray | None = None
     depth: np.ndarray | None = None
     objects: list[ObjectView] | Callable[[], list[ObjectView]] = field(default_factory=list)
+    # picking.privileged's state (read from the world when first asked, as `objects`)
+    privileged: dict | Callable[[], dict] = field(default_factory=dict)
 
     def object_views(self) -> list[ObjectView]:
         """The objects as this observation saw them. The direct backend reads them from the world only
@@ -50,12 +71,18 @@ class Observation:
             self.objects = self.objects()
         return self.objects
 
+    def privileged_state(self) -> dict:
+        """The objects' and bins' state as this observation saw them (picking.privileged_state)."""
+        if callable(self.privileged):
+            self.privileged = self.privileged()
+        return self.privileged
+
 
 class DirectBackend:
     """The core simulation in this process."""
 
     def __init__(self, config: Config, images: bool, gui: bool = False):
-        self.sim = BinPickingSim(config, gui=gui)
+        self.sim = BinPickingSim(config, gui=gui, drawn=images or gui)
         self.sim.reset(seed=config.simulation.seed)  # as the world node does when it starts
         self.task = PickTask(self.sim, config.task)
         self.images = images
@@ -90,19 +117,20 @@ class DirectBackend:
         frame = self.sim.camera.render(segmentation=False) if self.images else None
         return Observation(position, velocity, ee_position, ee_orientation, status, self.sim.world.time,
                            rgb=frame.rgb if frame else None, depth=frame.depth if frame else None,
-                           objects=self._object_views_now())
+                           objects=self._read_later(self.sim.object_views, "object_views"),
+                           privileged=self._read_later(lambda: privileged_state(self.sim), "privileged_state"))
 
-    def _object_views_now(self) -> Callable[[], list[ObjectView]]:
+    def _read_later(self, reader: Callable, name: str) -> Callable:
         """What reads the objects later, as they are now: refused once the world has moved on (only the
         latest observation's objects can be read from the world as it was)."""
         world, scene = self.sim.world, self.sim.scene
         seen = (world.step_count, scene.episode)
 
-        def read() -> list[ObjectView]:
+        def read():
             if (world.step_count, scene.episode) != seen:
                 raise RuntimeError("these objects were not read while the world was as observed: ask "
-                                   "object_views() before the next step or reset")
-            return self.sim.object_views()
+                                   f"{name}() before the next step or reset")
+            return reader()
         return read
 
     def close(self) -> None:
@@ -125,7 +153,15 @@ class RosBackend:
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
                  sim_parameters: dict | None = None):
         """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
-        {"executor": "single"} to compare executors."""
+        {"executor": "single"} to compare executors. ForkedAfterRos in a process forked after its parent
+        started ROS (it would hang)."""
+        global _ros_started_in
+        if _forked_from_ros is not None:
+            raise ForkedAfterRos(
+                f"this process was forked from process {_forked_from_ros} after that one had started ROS, and "
+                "ROS (DDS) cannot run in such a child: it would hang. Start env processes with 'forkserver' or "
+                "'spawn', e.g. gym.make_vec(..., vectorization_mode='async', vector_kwargs={'context': "
+                "'forkserver'}), from a script whose top level is under `if __name__ == '__main__':`")
         import rclpy
         from rclpy.context import Context
         from rclpy.experimental import EventsExecutor
@@ -143,6 +179,7 @@ class RosBackend:
                                    "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                   log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
         self.context = Context()
+        _ros_started_in = os.getpid()
         rclpy.init(context=self.context)
         topics = {OBSERVATION_TOPIC: String}
         if images:
@@ -201,7 +238,7 @@ class RosBackend:
                            np.array(reply["ee_position"]), np.array(reply["ee_orientation"]), status, stamp,
                            rgb=self.client.rgb() if self.images else None,
                            depth=self.client.depth() if self.images else None,
-                           objects=[self._object(*o) for o in reply["objects"]])
+                           objects=[self._object(*o) for o in reply["objects"]], privileged=reply["privileged"])
 
     def _reply(self) -> dict:
         msg = self.client.latest.get(self.observation_topic)
@@ -235,7 +272,8 @@ class RosBackend:
         self.folder.cleanup()
 
 
-OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects")
+OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects",
+            "privileged")
 
 
 def make_backend(name: str, config: Config, images: bool, gui: bool = False, **options):

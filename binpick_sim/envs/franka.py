@@ -1,44 +1,101 @@
 """Gymnasium envs of the seed (Franka0/1/2): joint position, joint velocity and top-down delta actions.
 
 Each `step` hands the arm one command and advances `task.steps_per_action` physics steps; the task
-(seed rules) gives the reward, the termination and `info`; `task.max_episode_steps` truncates.
+(seed rules) gives the reward, the termination and `info`. Truncation is Gymnasium's `TimeLimit`
+under `gym.make` (the registered limit, or `max_episode_steps=`); an env made directly from its class
+truncates at the scene file's `task.max_episode_steps` itself, as the seed's envs did.
+
+An env pickles (pickle, cloudpickle) as its constructor arguments and is made again from them when
+loaded: a new env, to be reset before use (a PyBullet world or a ROS process cannot be copied).
 """
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
+import os
 from pathlib import Path
 
-import cv2
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..cell.arm import JOINT_NAMES
+from ..cell.arm import JOINT_NAMES, urdf_joint_limits
 from ..cell.ik import clip
 from ..config import load_config
 from ..paths import default_config
 from .backends import Observation, make_backend
+from .privileged import PrivilegedLayout, shaping
 
-OBSERVATIONS = ("image", "state")
+OBSERVATIONS = ("image", "state", "privileged", "state_dict")
+PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Learning")
+REWARD_TYPES = ("sparse", "dense")
+BACKENDS = ("direct", "ros")
+RENDER_MODES = ("rgb_array", "depth_array", "human")
+ROS_OPTIONS = ("namespace", "sim_parameters")
+
+
+def have_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def render_modes() -> list[str]:
+    """The render modes that work here: "human" (PyBullet's window) only where a display exists."""
+    return [m for m in RENDER_MODES if m != "human" or have_display()]
+
+
+def episode_limit(env) -> int | None:
+    """The number of steps after which `env`'s episodes are truncated: its TimeLimit's under
+    `gym.make` (None with `max_episode_steps=-1`), else the scene file's `task.max_episode_steps`."""
+    if env.unwrapped.spec is not None:
+        return env.spec.max_episode_steps if env.spec is not None else None
+    return env.unwrapped.config.task.max_episode_steps
 
 
 class FrankaEnv(gym.Env):
-    metadata = {"render_modes": ["rgb_array", "depth_array", "human"], "render_fps": 10}
+    # Every mode `gym.make` may pass on (so that "human" reaches the constructor, which says why it cannot
+    # open a window headless); each instance lists the modes that work where it runs (`render_modes`), which
+    # is what Gymnasium's checker tries.
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
     command = "position"
 
     def __init__(self, config_file: str | Path | None = None, backend: str = "direct", observation: str = "image",
                  render_mode: str | None = None, camera_size: tuple[int, int] | None = None,
                  renderer: str | None = None, render_depth: bool = False, until_reached: bool = False,
-                 **backend_options):
+                 namespace: str | None = None, sim_parameters: dict | None = None, reward_type: str = "sparse",
+                 **unknown):
         """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
-        `render_depth`: with render_mode "rgb_array", `render()` returns (rgb, depth) as the seed's
-        `render(get_depth_data=True)` does. `until_reached`: a step lasts until the arm reaches the
-        commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`."""
+        `render_depth`: with render_mode "rgb_array", each frame `render()` returns shows the depth image
+        beside the rgb one (one uint8 image, as RecordVideo records it); `render(get_depth_data=True)`
+        returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
+        commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
+        `namespace`, `sim_parameters`: the ROS backend's (RosBackend). `reward_type`: "sparse", the task's
+        reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
+        height (README "Learning"). Any other keyword is refused with
+        a TypeError naming the valid ones (a misspelled option would otherwise be silently ignored)."""
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unknown argument(s) {', '.join(map(repr, sorted(unknown)))}; "
+                            f"valid arguments: {', '.join(self.argument_names())}")
+        self._init_kwargs = dict(config_file=config_file, backend=backend, observation=observation,
+                                 render_mode=render_mode, camera_size=camera_size, renderer=renderer,
+                                 render_depth=render_depth, until_reached=until_reached, namespace=namespace,
+                                 sim_parameters=sim_parameters, reward_type=reward_type)
+        self.metadata = {**type(self).metadata, "render_modes": render_modes()}
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+        self.reward_type = reward_type
+        if backend != "ros" and (namespace is not None or sim_parameters is not None):
+            raise ValueError(f"{' and '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
+        if render_mode == "human" and not have_display():
+            raise ValueError("render_mode='human' opens PyBullet's window and needs a display, and neither DISPLAY "
+                             "nor WAYLAND_DISPLAY is set: render headless with 'rgb_array' or 'depth_array', "
+                             "or run under a display (e.g. xvfb-run)")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {list(RENDER_MODES)}, got {render_mode!r}")
         if render_depth and render_mode != "rgb_array":
             raise ValueError(f"render_depth=True needs render_mode='rgb_array', got {render_mode!r}")
         if until_reached and self.command not in ("position", "delta"):
@@ -52,12 +109,13 @@ class FrankaEnv(gym.Env):
             config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
         self.config = config
         self.observation_mode = observation
+        self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
         self.render_mode = render_mode
         images = observation == "image" or render_mode in ("rgb_array", "depth_array")
+        options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters)) if v is not None}
         # Made at the first reset: a vector env builds one env in the parent process just to read its
         # spaces, and a DDS participant in a parent that then forks would hang the children.
-        self._make_backend = lambda: make_backend(backend, config, images, gui=render_mode == "human",
-                                                  **backend_options)
+        self._make_backend = lambda: make_backend(backend, config, images, gui=render_mode == "human", **options)
         self._backend = None
         low, high, velocity = self._limits()
         self.joint_low, self.joint_high, self.joint_velocity = low, high, velocity
@@ -68,6 +126,27 @@ class FrankaEnv(gym.Env):
         self.episode_start = 0.0
         self.steps = 0
         self.gripper_open = True
+
+    @classmethod
+    def argument_names(cls) -> list[str]:
+        """Every keyword the constructor takes (this class's and its bases')."""
+        names = []
+        for klass in cls.__mro__:
+            if klass is gym.Env or not issubclass(klass, FrankaEnv):
+                continue
+            for name, parameter in inspect.signature(klass.__init__).parameters.items():
+                if name != "self" and parameter.kind is not parameter.VAR_KEYWORD and name not in names:
+                    names.append(name)
+        return names
+
+    # --- pickling: the constructor's arguments -------------------------------------------------
+    def __getstate__(self) -> dict:
+        return {"kwargs": dict(self._init_kwargs), "spec": self.spec}
+
+    def __setstate__(self, state: dict) -> None:
+        fresh = type(self)(**state["kwargs"])
+        self.__dict__.update(fresh.__dict__)
+        self.spec = state["spec"]
 
     # --- what differs between the envs --------------------------------------------------------
     def _action_space(self) -> spaces.Box:
@@ -81,11 +160,18 @@ class FrankaEnv(gym.Env):
             h, w = self.config.camera.height, self.config.camera.width
             return spaces.Dict({"rgb": spaces.Box(0, 255, (h, w, 3), np.uint8),
                                 "depth": spaces.Box(0.0, np.inf, (h, w), np.float32)})
+        if self.observation_mode == "privileged":
+            return self.privileged_layout.flat_space()
+        if self.observation_mode == "state_dict":
+            return self.privileged_layout.dict_space()
         return self._state_space()
 
     def _observation(self, obs: Observation) -> dict:
         if self.observation_mode == "image":
             return {"rgb": obs.rgb, "depth": obs.depth}
+        if self.observation_mode in PRIVILEGED:
+            values = self.privileged_layout.values(obs, self.gripper_open)
+            return values if self.observation_mode == "state_dict" else self.privileged_layout.flatten(values)
         return self._state(obs)
 
     # --- shared -------------------------------------------------------------------------------
@@ -117,18 +203,12 @@ class FrankaEnv(gym.Env):
         task, most = self.config.task, self.config.scene.pick_bin.max_objects
         grabs = (min(0.0, task.grab_reward) * most, max(0.0, task.grab_reward) * most)
         collision = (min(0.0, task.collision_reward), max(0.0, task.collision_reward))
-        return (task.step_reward + grabs[0] + collision[0], task.step_reward + grabs[1] + collision[1])
+        low = -math.inf if self.reward_type == "dense" else task.step_reward + grabs[0] + collision[0]
+        return (low, task.step_reward + grabs[1] + collision[1])  # (dense: shaping is unbounded below, ≤ 0)
 
     def _limits(self):
-        """Joint limits from the URDF, read in a scratch world (the backend may not exist yet)."""
-        from ..cell.sim import BinPickingSim
-
-        tiny = dataclasses.replace(self.config.simulation, renderer="tiny", gui=False)  # no images needed here
-        scratch = BinPickingSim(dataclasses.replace(self.config, simulation=tiny))
-        try:
-            limits = scratch.arm.limits
-        finally:
-            scratch.close()
+        """Joint limits from the URDF file (the backend may not exist yet)."""
+        limits = urdf_joint_limits()
         return limits.lower, limits.upper, limits.velocity
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -151,25 +231,56 @@ class FrankaEnv(gym.Env):
             self.last = self.backend.step(self.command, values, self.config.task.steps_per_action)
         self.steps += 1
         status = self.last.status
-        truncated = not status["terminated"] and self.steps >= self.config.task.max_episode_steps
-        return (self._observation(self.last), float(status["reward"]), bool(status["terminated"]), truncated,
+        # Under gym.make (a spec is set) TimeLimit truncates; made directly, the env does as the seed's did.
+        truncated = (self.spec is None and not status["terminated"]
+                     and self.steps >= self.config.task.max_episode_steps)
+        return (self._observation(self.last), self._reward(self.last), bool(status["terminated"]), truncated,
                 self._info(self.last))
+
+    def _reward(self, obs: Observation) -> float:
+        """The task's reward ("sparse"), plus the shaping toward the next grab ("dense")."""
+        reward = float(obs.status["reward"])
+        if self.reward_type == "dense":
+            reward += shaping(obs.ee_position, obs.privileged_state())
+        return reward
 
     def _info(self, obs: Observation) -> dict:
         status = obs.status
         return {"grabs": status["grabs"], "grabbed": status["grabbed"], "bin_collision": status["bin_collision"],
                 "grab_limit_reached": status["grab_limit_reached"], "objects_left": status["objects_left"],
-                "removed_outside": status["removed_outside"], "episode_time": obs.stamp - self.episode_start}
+                "removed_outside": status["removed_outside"], "episode_time": self._episode_time(obs.stamp),
+                "is_success": bool(status["grab_limit_reached"])}
 
-    def render(self):
-        """The last camera frame: rgb (H×W×3 uint8) for "rgb_array", or (rgb, depth) when made with
-        `render_depth=True`; depth (H×W float32, metres along the optical axis) for "depth_array"; None
-        before the first reset and for "human" (PyBullet's window shows it)."""
+    def _episode_time(self, stamp: float) -> float:
+        """Sim seconds since the reset, as whole physics steps times the timestep: the world's clock runs
+        on across episodes, and a plain difference of its stamps would carry last bits that depend on
+        how long the world ran before."""
+        timestep = self.config.simulation.timestep
+        return round((stamp - self.episode_start) / timestep) * timestep
+
+    def render(self, get_depth_data: bool = False):
+        """The last camera frame: rgb (H×W×3 uint8) for "rgb_array" (H×2W×3 with `render_depth=True`: the
+        depth image beside it, see `depth_frame`: one frame, as RecordVideo records it); depth (H×W
+        float32, metres along the optical axis) for "depth_array"; None before the first reset and for
+        "human" (PyBullet's window shows it). `get_depth_data=True` in "rgb_array" mode: (rgb, depth),
+        the raw arrays, as the seed's `render(get_depth_data=True)` returns them."""
         if self.last is None or self.render_mode not in ("rgb_array", "depth_array"):
             return None
         if self.render_mode == "depth_array":
             return self.last.depth
-        return (self.last.rgb, self.last.depth) if self.render_depth else self.last.rgb
+        if get_depth_data:
+            return self.last.rgb, self.last.depth
+        if self.render_depth:
+            return np.concatenate([self.last.rgb, self.depth_frame(self.last.depth)], axis=1)
+        return self.last.rgb
+
+    def depth_frame(self, depth: np.ndarray) -> np.ndarray:
+        """Depth as a grey rgb image for viewing: white at the camera's near plane, black at its far plane
+        and where nothing was hit."""
+        camera = self.config.camera
+        near = np.nan_to_num((camera.far - depth) / (camera.far - camera.near), nan=0.0, posinf=0.0, neginf=0.0)
+        grey = np.round(np.clip(near, 0.0, 1.0) * 255).astype(np.uint8)
+        return np.repeat(grey[..., None], 3, axis=2)
 
     def object_views(self):
         """Object poses and meshes, as the world/objects markers carry them (for scripted policies)."""
@@ -222,6 +333,7 @@ class FrankaDeltaEnv(FrankaEnv):
         self.da, self.dv = da, dv
         self.downsample = (downsample_height, downsample_width)
         super().__init__(config_file, **kwargs)
+        self._init_kwargs.update(da=da, dv=dv, downsample_height=downsample_height, downsample_width=downsample_width)
 
     def _action_space(self) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (5,), dtype=np.float32)
@@ -235,15 +347,17 @@ class FrankaDeltaEnv(FrankaEnv):
 
     def _observation_space(self) -> spaces.Dict:
         big = np.full(3, 10.0, np.float32)
-        if self.observation_mode == "state":
-            return self._state_space()
+        if self.observation_mode != "image":
+            return super()._observation_space()
         return spaces.Dict({"ee_position": spaces.Box(-big, big, dtype=np.float32),
                             "rgb": spaces.Box(0, 255, (*self.downsample, 3), np.uint8),
                             "gripper_open": spaces.Discrete(2)})
 
     def _observation(self, obs: Observation) -> dict:
-        if self.observation_mode == "state":
-            return self._state(obs)
+        if self.observation_mode != "image":
+            return super()._observation(obs)
+        import cv2  # here: OpenCV costs a state env ~22 MB it never uses
+
         height, width = self.downsample
         rgb = cv2.resize(obs.rgb, (width, height), interpolation=cv2.INTER_AREA)
         return {"ee_position": obs.ee_position.astype(np.float32), "rgb": rgb, "gripper_open": int(self.gripper_open)}

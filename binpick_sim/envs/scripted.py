@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from .franka import episode_limit
 from ..picking.policy import BinInterior, Grasp, choose_grasp, yaw_step
 
 REACHED = 0.002  # m
@@ -79,7 +80,7 @@ def run_episode(env, seed: int, max_steps: int | None = None, on_step=None) -> d
     """One scripted episode; returns the last info with `steps` and `attempts` added."""
     picker = ScriptedPicker(env)
     observation, info = env.reset(seed=seed)
-    limit = max_steps or env.unwrapped.config.task.max_episode_steps
+    limit = max_steps or episode_limit(env) or env.unwrapped.config.task.max_episode_steps
     for step in range(1, limit + 1):
         observation, reward, terminated, truncated, info = env.step(picker.act(observation))
         if on_step is not None:

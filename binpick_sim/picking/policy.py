@@ -15,7 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 APPROACH_HEIGHT = 0.10  # metres above the grasp point before descending
 LIFT_HEIGHT = 0.15  # metres above the grasp point when lifting (clear of the bins' rims)
@@ -33,6 +32,8 @@ class ObjectView:
     vertices: np.ndarray  # N x 3 mesh vertices in the object frame, scaled to metres
 
     def world_vertices(self) -> np.ndarray:
+        from scipy.spatial.transform import Rotation  # here: scipy costs an env that never picks ~26 MB
+
         return Rotation.from_quat(self.orientation).apply(self.vertices) + self.position
 
 

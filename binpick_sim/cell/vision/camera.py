@@ -7,12 +7,11 @@ axis in metres, recovered from OpenGL's non-linear depth buffer.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from ...config import CameraConfig, ConfigError, check_bounds
+from ...config import CameraConfig, ConfigError, replaced
 from .rendering import upsampling_problem
 from ..world import World
 
@@ -70,10 +69,17 @@ class Camera:
         self.renderer = self.world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
         self.config = config
 
+    @property
+    def key(self) -> str:
+        """The scene file's key of this camera, which error messages name."""
+        return f"cameras.{self.name}." if self.name else "camera."
+
     def checked(self, **changes) -> CameraConfig:
-        """The config with `changes`, checked as a scene file's is (ConfigError / ValueError); nothing changes."""
-        config = dataclasses.replace(self.config, **changes)  # its own checks: fov, near < far, ...
-        check_bounds(config, "camera.")
+        """The config with `changes`, checked as a scene file's is: each value (type, number of values,
+        finite, bounds) and the camera as a whole (near < far, the pixel budget, a known parent, a size the
+        renderer draws); ConfigError / ValueError otherwise, and nothing changes. A position of two values
+        once went through to the renderer and killed the render worker."""
+        config = replaced(self.config, self.key, **changes)
         self._parent(config.parent)
         problem = upsampling_problem(self.world.renderer.name, [(config.width, config.height)])
         if problem:
@@ -169,3 +175,15 @@ def back_project(depth: np.ndarray, k: np.ndarray) -> np.ndarray:
     v = (np.arange(height, dtype=np.float32) - k[1, 2]) / k[1, 1]
     z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
     return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)
+
+
+def pack_cloud(xyz: np.ndarray, rgb: np.ndarray) -> np.ndarray:
+    """An organised XYZRGB cloud as PointCloud2 carries it: H x W x 4 float32, x y z in the optical frame and
+    the colour packed as PCL and RViz expect (0x00RRGGBB in a float32's bits); NaN points where nothing was
+    hit. Built in the render worker for a watched cloud: on the physics thread it was most of a frame's cost."""
+    height, width = xyz.shape[:2]
+    points = np.empty((height, width, 4), dtype=np.float32)
+    points[..., :3] = xyz
+    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
+    points[..., 3] = packed.view(np.float32)
+    return points

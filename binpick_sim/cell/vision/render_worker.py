@@ -4,9 +4,10 @@ The physics thread only copies what the picture depends on (`capture`: every arm
 the bins' poses (a shaken bin moves), each object's URDF, scale and pose, the camera's config, the sim
 time), well under a millisecond, and sends it to the worker; the worker keeps a copy of the cell
 (ground, bins, arm: built from the same scene file), brings it to that state (objects added, moved or
-removed by name), renders with the same renderer and sends the images back, stamped with the sim time
-of the state they show. The physics thread collects a finished frame when it next looks (`poll`) and
-publishes it. While the worker renders, new frames are not asked for: a slow renderer lowers the frame
+removed by name), renders with the same renderer and sends the images back (with the point cloud built
+from them, when asked: on the physics thread that was most of a large frame's cost), stamped with the sim
+time of the state they show. Whoever asked collects the frame (`poll` / `wait`: the camera node's frame
+thread, nodes/servers/camera_frames.py) and publishes it. While the worker renders, new frames are not asked for: a slow renderer lowers the frame
 rate, not the physics rate.
 
 The reasoner's `visible` / `occluding` are answered by a worker of their own (`VisibilityRequest`): the
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, Config, config_from_dict, config_to_dict
+from .camera import back_project, pack_cloud
 from .rendering import spelled
 from .visibility import View, object_visibility
 
@@ -37,6 +39,7 @@ class SceneState:
     bins: tuple[tuple[tuple, tuple], ...]  # per bin (the scene's order): position, xyzw
     objects: tuple[tuple[str, int, str, float, tuple, tuple], ...]  # name, marker id, urdf, scale, position, xyzw
     segmentation: bool
+    points: bool = False  # the organised XYZRGB cloud too, built here rather than on the physics thread
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,15 @@ class RenderedFrame:
     depth: np.ndarray
     labels: np.ndarray | None  # segmentation as cell/labels.py ids (the worker's body ids mean nothing here)
     k: np.ndarray  # the intrinsics of the camera as it was for this frame
+    cloud: np.ndarray | None = None  # H x W x 4 float32, camera.pack_cloud's layout; None unless asked
+
+
+class WorkerGone(RuntimeError):
+    """The worker process has ended (killed, crashed, or it could not start): a new one is needed."""
+
+
+class FrameFailed(RuntimeError):
+    """The worker could not draw the frame asked for, and is still serving."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,7 @@ class VisibilityAnswer:
     renderer: str  # what drew the masks (rendering.Renderer.describe), as the worker's world has it
 
 
-def capture(sim, camera, segmentation: bool) -> SceneState:
+def capture(sim, camera, segmentation: bool, points: bool = False) -> SceneState:
     """The state of the live world a frame of `camera` depends on (physics thread)."""
     c = sim.world.client
     joints = tuple(tuple(s[0] for s in c.getJointStates(arm.body, range(c.getNumJoints(arm.body)))) for arm in sim.arms)
@@ -75,7 +87,7 @@ def capture(sim, camera, segmentation: bool) -> SceneState:
     for obj in sim.scene.objects:
         position, orientation = c.getBasePositionAndOrientation(obj.body)
         objects.append((obj.name, obj.index, str(obj.urdf), float(obj.scale), tuple(position), tuple(orientation)))
-    return SceneState(sim.world.time, camera.config, joints, bins, tuple(objects), segmentation)
+    return SceneState(sim.world.time, camera.config, joints, bins, tuple(objects), segmentation, points)
 
 
 class RenderWorker:
@@ -93,24 +105,30 @@ class RenderWorker:
         child.close()
         self.busy = False
 
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
     def request(self, state: SceneState | VisibilityRequest) -> None:
+        self.busy = True
         try:
             self.connection.send(state)
         except OSError:  # the worker is gone (e.g. it could not start): poll says why, or that it stopped
             pass
-        self.busy = True
 
     def poll(self) -> RenderedFrame | VisibilityAnswer | None:
-        """The finished frame, if the worker has one; raises RuntimeError if the worker is gone."""
+        """The finished frame, if the worker has one; WorkerGone if the worker has ended, FrameFailed (both
+        RuntimeErrors) if it could not draw this one."""
         if not self.busy or not self.connection.poll():
             return None
         try:
             reply = self.connection.recv()
-        except EOFError:
-            raise RuntimeError("the render worker stopped") from None
+        except (EOFError, OSError):
+            self.busy = False
+            raise WorkerGone(f"the render worker stopped (pid {self.pid}, {_ending(self.process)})") from None
         self.busy = False
         if isinstance(reply, BaseException):
-            raise RuntimeError(f"the render worker failed: {reply}")
+            raise FrameFailed(f"the render worker failed: {reply}")
         return reply
 
     def wait(self, timeout: float) -> RenderedFrame | VisibilityAnswer | None:
@@ -133,6 +151,14 @@ class RenderWorker:
             self.process.kill()
             self.process.join(1.0)
         self.connection.close()
+
+
+def _ending(process) -> str:
+    process.join(0.5)
+    code = process.exitcode
+    if code is None:
+        return "still running, its pipe closed"
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def _serve(connection, data: dict, parent: int) -> None:
@@ -167,7 +193,9 @@ def _serve(connection, data: dict, parent: int) -> None:
                 if state.segmentation:
                     labels = relabel(frame.segmentation, {**{arm.body: ROBOT for arm in sim.arms}, **{
                         bodies[name][0]: index for name, index, *_ in state.objects}})
-                connection.send(RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, camera.intrinsics()))
+                k = camera.intrinsics()
+                cloud = pack_cloud(back_project(frame.depth, k), frame.rgb) if state.points else None
+                connection.send(RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud))
             except Exception as exc:  # tell the camera node, keep serving
                 connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:

@@ -22,6 +22,7 @@ from visualization_msgs.msg import MarkerArray
 from ...picking.policy import ObjectView
 from ..common import convert
 from ..common.convert import to_seconds
+from ..common.teardown import destroy_fully
 
 TOPICS = {
     "joint_states": JointState,
@@ -58,7 +59,7 @@ class SimClient:
 
     def close(self) -> None:
         self.executor.shutdown()
-        self.node.destroy_node()
+        destroy_fully(self.node)  # with any action client a caller put on it (teardown.py: why)
 
     # --- waiting ------------------------------------------------------------------------------
     def spin_until(self, done: Callable[[], bool], timeout: float, what: str = "a condition") -> None:

@@ -13,6 +13,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...control.robot_interface import Action, Observation, RobotFrontend, Status, TimeSeries
+from ..common.teardown import destroy_fully
 from ..servers.robot_node import ACTION_SIZE, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
 
 
@@ -113,7 +114,7 @@ class _TopicBackend:
 
     def close(self) -> None:
         self.executor.shutdown()
-        self.node.destroy_node()
+        destroy_fully(self.node)  # with any action client a caller put on it (teardown.py: why)
         if self.own_context:
             rclpy.try_shutdown(context=self.context)
         self.thread.join(2.0)

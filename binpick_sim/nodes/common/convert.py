@@ -10,6 +10,7 @@ from std_msgs.msg import Header
 from visualization_msgs.msg import Marker
 
 from ...cell import shapes
+from ...cell.vision.camera import pack_cloud
 
 from ...control.trajectory import Trajectory
 
@@ -108,11 +109,12 @@ CLOUD_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32,
 def point_cloud(seconds: float, xyz: np.ndarray, rgb: np.ndarray, frame_id: str = OPTICAL_FRAME) -> PointCloud2:
     """An organised XYZRGB cloud (H x W, as the image) in the optical frame; rgb packed as PCL and RViz
     expect (0x00RRGGBB in a float32's bits); NaN points where nothing was hit, so not dense."""
-    height, width = xyz.shape[:2]
-    points = np.empty((height, width, 4), dtype=np.float32)
-    points[..., :3] = xyz
-    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
-    points[..., 3] = packed.view(np.float32)
+    return packed_point_cloud(seconds, pack_cloud(xyz, rgb), frame_id)
+
+
+def packed_point_cloud(seconds: float, points: np.ndarray, frame_id: str = OPTICAL_FRAME) -> PointCloud2:
+    """The cloud message of points packed as camera.pack_cloud packs them (H x W x 4 float32)."""
+    height, width = points.shape[:2]
     return PointCloud2(header=header(seconds, frame_id), height=height, width=width, fields=CLOUD_FIELDS,
                        is_bigendian=False, point_step=16, row_step=16 * width, data=points.tobytes(),
                        is_dense=False)

@@ -76,24 +76,55 @@ def declare(node: Node, name: str, default, description: str, read_only: bool = 
     return float(value) if is_float else value
 
 
+@dataclass(frozen=True)
+class _Group:
+    names: frozenset
+    check: Callable[[dict], str | None]
+    on_change: Callable[[dict], None]
+
+
+def group(node: Node, names, check: Callable[[dict], str | None], on_change: Callable[[dict], None]) -> None:
+    """Declared parameters that only mean something together (a camera's size, lens and mount): once each
+    value passes its own rules, `check({name: value})` gets every one of them set in the same call of the
+    on-set callback and says why they cannot be used together with the rest (or None), and `on_change` gets
+    them once, so that `near` and `far` set in one atomic request (rclpy calls the callback once per
+    parameter for a plain `set_parameters`) are judged as a pair, not one by one against the old other."""
+    _rules(node)
+    node._binpick_parameter_groups.append(_Group(frozenset(names), check, on_change))
+
+
 def _rules(node: Node) -> dict[str, _Rule]:
     rules = getattr(node, "_binpick_parameter_rules", None)
     if rules is None:
         rules = node._binpick_parameter_rules = {}
-        node.add_on_set_parameters_callback(lambda parameters: _validate(rules, parameters))
+        groups = node._binpick_parameter_groups = []
+        node.add_on_set_parameters_callback(lambda parameters: _validate(rules, parameters, groups))
     return rules
 
 
-def _validate(rules: dict[str, _Rule], parameters: list[Parameter]) -> SetParametersResult:
+def _validate(rules: dict[str, _Rule], parameters: list[Parameter], groups=()) -> SetParametersResult:
     for p in parameters:
         rule = rules.get(p.name)
         problem = rule.problem(p.value) if rule is not None else None
         if problem:
             return SetParametersResult(successful=False, reason=f"{p.name}: {problem}")
+
+    def value(p: Parameter):
+        rule = rules.get(p.name)
+        return float(p.value) if rule is not None and rule.kind is float else p.value
+
+    together = [(g, {p.name: value(p) for p in parameters if p.name in g.names}) for g in groups]
+    together = [(g, values) for g, values in together if values]
+    for g, values in together:
+        problem = g.check(values)
+        if problem:
+            return SetParametersResult(successful=False, reason=f"{', '.join(values)}: {problem}")
     for p in parameters:
         rule = rules.get(p.name)
         if rule is not None and rule.on_change is not None:
-            rule.on_change(float(p.value) if rule.kind is float else p.value)
+            rule.on_change(value(p))
+    for g, values in together:
+        g.on_change(values)
     return SetParametersResult(successful=True)
 
 

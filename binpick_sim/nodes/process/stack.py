@@ -12,6 +12,8 @@ has the comparison (the world's `executor` parameter selects another for measuri
 """
 from __future__ import annotations
 
+import faulthandler
+import math
 import os
 import signal
 import sys
@@ -32,6 +34,7 @@ from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
 from .entry import stop_interrupted
 from ..common.dds import use_package_profile
+from ..common.teardown import destroy_fully
 from ..servers.arm_node import ArmNode
 from ..servers.camera_node import CameraNode
 from ..servers.reasoning_node import ReasoningNode
@@ -75,8 +78,11 @@ class SimStack:
         def options(name: str) -> dict:
             return {"context": context, "parameter_overrides": parameters.get(name, [])}
 
-        check_start_parameters(options("arm"))  # before seconds of world building
-        self.world = WorldNode(**options("world"))
+        probe = check_start_parameters(options("arm"))  # before seconds of world building
+        try:
+            self.world = WorldNode(**options("world"))
+        finally:  # the world node holds the DDS participant now: the probe goes without taking it along
+            destroy_fully(probe)
         self.sim, self.loop = self.world.sim, self.world.loop
         owner = "the robot interface (robot_interface:=true)" if self.world.robot_interface else None
         self.arm_nodes = [ArmNode(self.sim, self.loop, owner if arm is self.sim.arm else None, arm, **options("arm"),
@@ -113,9 +119,10 @@ class SimStack:
         self._threads: list[threading.Thread] = []
 
     def spin(self) -> None:
-        """Serve on this thread until Ctrl-C or shutdown."""
-        self._start_threads(main=False)
+        """Serve on this thread until Ctrl-C or shutdown. A Ctrl-C while the threads start (the physics
+        thread may be publishing already) stops the stack as cleanly as one later."""
         try:
+            self._start_threads(main=False)
             if self.physics_serves:  # the physics thread serves; this one only waits for the end
                 while self._serving and self.context.ok() and self.loop.running:
                     time.sleep(SPIN_PERIOD)
@@ -180,7 +187,7 @@ class SimStack:
             if executor is not None:
                 executor.shutdown(timeout_sec=2.0)
         for node in self.nodes:
-            node.destroy_node()
+            destroy_fully(node)
         self.sim.close()
 
     def __enter__(self) -> "SimStack":
@@ -210,17 +217,25 @@ def arm_namespace(world: WorldNode, arm) -> dict:
     return {"cli_args": ["--ros-args", "-r", f"__ns:={namespace}"]}
 
 
-def check_start_parameters(arm_options: dict) -> None:
+def check_start_parameters(arm_options: dict) -> Node:
     """Refuse a bad read-only parameter of a node built after the world (the arm's `controller`) before
     the world is built and settled, rather than seconds later. The probe takes the arm node's name so
-    that node-specific overrides (`-p arm:controller:=osc`) reach it too."""
+    that node-specific overrides (`-p arm:controller:=osc`) reach it too; rclpy offers no way to read a
+    node's overrides (`-p`, `--params-file`, wildcards) without a node.
+
+    Returns the probe, alive: the caller destroys it once the world node exists. Destroying the
+    context's last node tears its whole DDS participant down (rmw_fastrtps counts a participant's
+    nodes), in C and holding the GIL; a probe destroyed at once made a participant only to tear it down
+    milliseconds later, at every start (README, "Robustness suite": the start-up hang of 2026-11-25)."""
     probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
     try:
         kind = probe.declare_parameter("controller", "none").value
-    finally:
-        probe.destroy_node()
-    if kind not in CONTROLLER_KINDS:
-        raise ValueError(f"parameter controller: unknown controller {kind!r} (known: {', '.join(CONTROLLER_KINDS)})")
+        if kind not in CONTROLLER_KINDS:
+            raise ValueError(f"parameter controller: unknown controller {kind!r} (known: {', '.join(CONTROLLER_KINDS)})")
+    except BaseException:
+        destroy_fully(probe)
+        raise
+    return probe
 
 
 PARENT_POLL = 0.2  # s between two looks at the parent process
@@ -247,6 +262,30 @@ def exit_with_parent(enabled: threading.Event) -> None:
         threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+START_WATCHDOG = "BINPICK_START_WATCHDOG"  # s; the variable that sets the bound on a start
+START_WATCHDOG_DEFAULT = 60.0  # s: a start takes a few seconds (20 on a busy 2-core machine)
+
+
+def arm_start_watchdog(environ=os.environ, stream=None) -> float | None:
+    """A start slower than BINPICK_START_WATCHDOG seconds (default 60; 0 turns it off) writes every
+    thread's stack to stderr (faulthandler: a `Timeout (h:mm:ss)!` line, then the stacks) and goes on
+    waiting. faulthandler's C thread writes them even while the start hangs in C holding the GIL, where
+    no Python thread or signal handler would run. Returns the bound armed, or None."""
+    text = environ.get(START_WATCHDOG, "").strip()
+    try:
+        seconds = float(text) if text else START_WATCHDOG_DEFAULT
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        print(f"binpick_sim: {START_WATCHDOG}={text!r} is not a number of seconds >= 0; using "
+              f"{START_WATCHDOG_DEFAULT:g}", file=sys.stderr)
+        seconds = START_WATCHDOG_DEFAULT
+    if seconds == 0:
+        return None
+    faulthandler.dump_traceback_later(seconds, exit=False, file=stream or sys.stderr)
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve until Ctrl-C or SIGTERM (exit 0). A bad scene file or parameter: one line, exit 2. Ctrl-C
     (or the parent's death) while starting: one line, exit 130."""
@@ -255,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     exit_with_parent(watching)
     context = get_default_context()  # the default context gets rclpy's SIGINT/SIGTERM handlers
     use_package_profile()  # before the participant is made (dds.py: why)
+    arm_start_watchdog()
     try:
         rclpy.init(args=argv if argv is not None else sys.argv, context=context)
         stack = SimStack(context)
@@ -272,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         if not context.ok():  # Ctrl-C shut the context down under a node being built
             return stop_interrupted()
         raise
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     stack.spin()
     rclpy.try_shutdown(context=context)
     return 0

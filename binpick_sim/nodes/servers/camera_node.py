@@ -9,17 +9,19 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-from ...cell.vision.camera import back_project
+from ...cell.vision.camera import back_project, pack_cloud
 from ...cell.vision.labels import label_image
-from ...cell.vision.render_worker import RenderWorker, capture
-from ...config import BOUNDS
+from ...cell.vision.render_worker import RenderedFrame, RenderWorker, capture
+from ...config import BOUNDS, CameraConfig, checked_value
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop
 from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common import dds
 from ..common.diagnostics import NodeDiagnostics
-from ..common.params import MAX_RATE, MIN_RATE, declare
+from ..common.memory import give_back_freed_memory
+from ..common.params import MAX_RATE, MIN_RATE, declare, group
+from .camera_frames import FrameThread
 
 
 class CameraNode(Node):
@@ -32,13 +34,9 @@ class CameraNode(Node):
         self.frame_id = self.camera.optical_frame
         rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True,
                        low=MIN_RATE, high=MAX_RATE)
-        prefix = f"camera/{name}" if name else "camera"
-        self.rgb_publisher = self.create_publisher(Image, prefix + "/image_raw", 5)
-        self.rgb_info_publisher = self.create_publisher(CameraInfo, prefix + "/camera_info", 5)
-        self.depth_publisher = self.create_publisher(Image, prefix + "/depth/image_raw", 5)
-        self.depth_info_publisher = self.create_publisher(CameraInfo, prefix + "/depth/camera_info", 5)
-        self.points_publisher = self.create_publisher(PointCloud2, prefix + "/points", 5)
-        self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5)
+        self.prefix = f"camera/{name}" if name else "camera"
+        self._renew = False  # the frame thread asks the physics thread to make the frame publishers anew
+        self.make_publishers()
         config = self.camera.config
         self.described = (config.parent, config.position, config.orientation_deg)  # as the description has it
         # robot_state_publisher of this namespace, or, with several arms, one per arm in the arm's namespace
@@ -51,11 +49,15 @@ class CameraNode(Node):
         self.segmented_frames = 0  # frames rendered with the segmentation mask
         self.frame_age = 0.0  # sim seconds the physics went on while the last frame was rendered
         renderer = sim.world.renderer.describe()
+        self.frame_thread: FrameThread | None = None
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
                                            values=lambda: {"frames_published": self.frames,
                                                            "frames_with_segmentation": self.segmented_frames,
                                                            "last_frame_age_s": self.frame_age,
                                                            "renderer": renderer,
+                                                           "render_worker": self.worker_state(),
+                                                           "render_worker_restarts": self._thread_count("restarts"),
+                                                           "render_errors": self._thread_count("errors"),
                                                            "dds_profile": dds.profile_in_use()})
         self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
         render_process = declare(self, "render_process", True, "Render in a process of its own from a mirror of "
@@ -64,7 +66,6 @@ class CameraNode(Node):
         # The worker starts when the camera is first watched: a process and a second copy of the cell
         # cost a second or two of CPU and 150-250 MB, which a stack nobody watches the camera of never pays.
         self.use_worker = render_process and sim.world.renderer.name != "gui" and not loop.lockstep
-        self.worker: RenderWorker | None = None
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
@@ -74,46 +75,57 @@ class CameraNode(Node):
         config = self.camera.config
         texts = {
             "parent": "Frame camera_link is fixed to: world or a link of the arm (e.g. panda_hand).",
-            "position": "camera_link's position in the parent frame, x y z [m].",
-            "orientation_deg": "camera_link's roll, pitch, yaw in the parent frame [deg].",
-            "fov_deg": "Vertical field of view [deg], in (0, 180).",
-            "near": "Near clipping plane [m], > 0.",
+            "position": "camera_link's position in the parent frame, x y z [m]: 3 values, each within +-100.",
+            "orientation_deg": "camera_link's roll, pitch, yaw in the parent frame [deg]: 3 values, each within "
+                               "+-360.",
+            "fov_deg": "Vertical field of view [deg].",
+            "near": "Near clipping plane [m].",
             "far": "Far clipping plane [m], > near; depth is +inf beyond it.",
-            "width": "Image width [pixels].",
-            "height": "Image height [pixels].",
+            "width": "Image width [pixels]; width x height at most 2048 x 2048.",
+            "height": "Image height [pixels]; width x height at most 2048 x 2048.",
         }
-        ranges = {"fov_deg": (0.0, 180.0), "width": BOUNDS[("CameraConfig", "width")],
-                  "height": BOUNDS[("CameraConfig", "height")], "near": BOUNDS[("CameraConfig", "near")],
-                  "far": BOUNDS[("CameraConfig", "far")]}
+        bounds = ("width", "height", "fov_deg", "near", "far")
         values = {}
         for name, text in texts.items():
             default = getattr(config, name)
             default = [float(v) for v in default] if isinstance(default, tuple) else default
-            low, high = ranges.get(name, (None, None))
+            low, high = BOUNDS[("CameraConfig", name)] if name in bounds else (None, None)
             value = declare(self, name, default, text + " Settable at run time.", low=low, high=high,
-                            check=self._camera_problem(name), on_change=self._camera_setter(name))
+                            check=self._camera_problem(name))
             values[name] = _plain(value)
+        group(self, texts, self._camera_change_problem, self._apply_camera_change)
         changed = {name: value for name, value in values.items() if value != getattr(config, name)}
         if changed:  # start-up overrides (-p fov_deg:=45): applied together, checked as one config
             self.on_camera_change(self.loop.run(lambda: self.camera.reconfigure(**changed)))
 
     def _camera_problem(self, name: str):
+        """One value on its own, as the scene file's would be read: type, number of values, finite, range,
+        and, for `parent`, a frame that exists."""
         def problem(value) -> str | None:
-            value = _plain(value)
             try:
-                self.camera.checked(**{name: value})
+                value = checked_value(CameraConfig, name, _plain(value), name)
+                if name == "parent":  # a frame that exists (alone, a parent cannot make the camera wrong)
+                    self.camera.checked(parent=value)
             except (ValueError, TypeError) as exc:
-                return str(exc)
+                text = str(exc)
+                return text[len(name) + 2:] if text.startswith(f"{name}: ") else text
             return None
         return problem
 
-    def _camera_setter(self, name: str):
-        def apply(value) -> None:
-            value = _plain(value)
-            config = self.loop.run(lambda: self.camera.reconfigure(**{name: value}))  # between two frames
-            self.get_logger().info(f"camera {name} set to {value!r}")
-            self.on_camera_change(config)
-        return apply
+    def _camera_change_problem(self, values: dict) -> str | None:
+        """The camera with every value of one request, checked as a whole (near < far, the pixel budget, the
+        renderer's largest frame) before anything reaches the renderer."""
+        try:
+            self.camera.checked(**{name: _plain(value) for name, value in values.items()})
+        except (ValueError, TypeError) as exc:
+            return str(exc)
+        return None
+
+    def _apply_camera_change(self, values: dict) -> None:
+        values = {name: _plain(value) for name, value in values.items()}
+        config = self.loop.run(lambda: self.camera.reconfigure(**values))  # between two frames
+        self.get_logger().info(f"camera {', '.join(f'{k} set to {v!r}' for k, v in values.items())}")
+        self.on_camera_change(config)
 
     def on_camera_change(self, config) -> None:
         """The robot description follows a moved camera: robot_state_publisher (of this namespace, or each
@@ -138,52 +150,100 @@ class CameraNode(Node):
             self.get_logger().warning(f"{', '.join(missing)} not running here: its robot description still "
                                       "has the camera where the scene file put it")
 
+    def make_publishers(self) -> None:
+        """The frame topics' publishers. Fast DDS keeps, per publisher, buffers as large as the largest frame
+        it sent, for as long as the publisher lives (about one frame of each topic: 110 MB at 2048 x 2048
+        with the cloud): when nobody has watched for a while, they are destroyed and made again
+        (`_release_memory`), which no subscriber can notice, there being none."""
+        prefix = self.prefix
+        if getattr(self, "rgb_publisher", None) is not None:
+            for publisher in self._frame_publishers():
+                self.destroy_publisher(publisher)
+        self.rgb_publisher = self.create_publisher(Image, prefix + "/image_raw", 5)
+        self.rgb_info_publisher = self.create_publisher(CameraInfo, prefix + "/camera_info", 5)
+        self.depth_publisher = self.create_publisher(Image, prefix + "/depth/image_raw", 5)
+        self.depth_info_publisher = self.create_publisher(CameraInfo, prefix + "/depth/camera_info", 5)
+        self.points_publisher = self.create_publisher(PointCloud2, prefix + "/points", 5)
+        self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5)
+
+    def _frame_publishers(self):
+        return (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
+                self.points_publisher, self.segmentation_publisher)
+
     def watched(self) -> bool:
-        publishers = (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
-                      self.points_publisher, self.segmentation_publisher)
-        return any(p.get_subscription_count() > 0 for p in publishers)
+        return any(p.get_subscription_count() > 0 for p in self._frame_publishers())
+
+    @property
+    def worker(self) -> RenderWorker | None:
+        """The render worker now running, if any."""
+        return self.frame_thread.worker if self.frame_thread is not None else None
+
+    def worker_state(self) -> str:
+        if not self.use_worker:
+            return "not used (rendering in the physics thread)"
+        if self.frame_thread is not None and self.frame_thread.failed:
+            return "failed (rendering in the physics thread)"
+        worker = self.worker
+        return f"running (pid {worker.pid})" if worker is not None else "stopped (nobody watches)"
+
+    def _thread_count(self, name: str) -> int:
+        return getattr(self.frame_thread, name) if self.frame_thread is not None else 0
 
     def publish_frame(self) -> None:
-        """Physics thread, at the camera's rate (or once per lock-step request). With a render worker: publish
-        the frame it finished, and send it the current state if it is idle; otherwise (or in lock-step,
-        where each observation must carry its own frame) render here."""
-        if self.use_worker and not self.loop.lockstep:
-            if self.worker is None:
-                if not self.watched():
-                    return
-                self.worker = RenderWorker(self.sim.config, self.sim.world.renderer.name)
-            try:
-                done = self.worker.poll()
-            except RuntimeError as exc:
-                self.get_logger().error(f"{exc}; rendering in the physics thread from now on")
-                self.worker, self.use_worker = None, False
-                return
-            if done is not None:
-                self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k)
-            if not self.worker.busy and self.watched():
-                self.worker.request(capture(self.sim, self.camera, self.wants_segmentation()))
-            return
+        """Physics thread, at the camera's rate (or once per lock-step request). With a render worker: hand
+        the current state to the frame thread if it is idle (it renders, converts and publishes off this
+        thread); otherwise (or in lock-step, where each observation must carry its own frame) render here."""
+        if self._renew:  # here, not in the frame thread: this thread asks the publishers for subscribers
+            self._renew = False
+            if not self.watched():
+                self.make_publishers()
+                give_back_freed_memory()
         if not self.watched():
             return
+        if self.use_worker and not self.loop.lockstep:
+            if self.frame_thread is None:
+                self.frame_thread = FrameThread(self.get_name(), self._start_worker, self._publish_rendered,
+                                                self.watched, self._release_memory, self.get_logger())
+            if not self.frame_thread.failed:
+                self.frame_thread.offer(lambda: capture(self.sim, self.camera, self.wants_segmentation(),
+                                                        self.wants_points()))
+                return
         segmentation = self.wants_segmentation()
         frame = self.camera.render(segmentation=segmentation)
         labels = label_image(self.sim, frame.segmentation) if segmentation else None
         self.publish(frame.stamp, frame.rgb, frame.depth, labels, self.camera.intrinsics())
 
+    def _start_worker(self) -> RenderWorker:
+        return RenderWorker(self.sim.config, self.sim.world.renderer.name)
+
+    def _publish_rendered(self, done: RenderedFrame) -> None:
+        self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k, done.cloud)
+
+    def _release_memory(self) -> None:
+        """Nobody watches any more (frame thread): the worker is gone; the publishers' buffers and freed frame
+        buffers are handed back at the next camera tick (make_publishers)."""
+        give_back_freed_memory()
+        self._renew = True
+
     def wants_segmentation(self) -> bool:
         return self.segmentation_publisher.get_subscription_count() > 0
 
-    def publish(self, stamp: float, rgb, depth, labels, k) -> None:
+    def wants_points(self) -> bool:
+        return self.points_publisher.get_subscription_count() > 0
+
+    def publish(self, stamp: float, rgb, depth, labels, k, cloud=None) -> None:
         """Every topic with the same stamp, the sim time of the state the frame shows. The images and their
-        CameraInfo go out whenever anyone watches; the cloud and the segmentation only to their subscribers."""
+        CameraInfo go out whenever anyone watches; the cloud and the segmentation only to their subscribers
+        (the cloud as the worker built it, or built here when rendered in place)."""
         height, width = depth.shape
         info = convert.camera_info(stamp, width, height, k, self.frame_id)
         self.rgb_publisher.publish(convert.rgb_image(stamp, rgb, self.frame_id))
         self.depth_publisher.publish(convert.depth_image(stamp, depth, self.frame_id))
         self.rgb_info_publisher.publish(info)
         self.depth_info_publisher.publish(info)
-        if self.points_publisher.get_subscription_count() > 0:
-            self.points_publisher.publish(convert.point_cloud(stamp, back_project(depth, k), rgb, self.frame_id))
+        if self.wants_points():
+            cloud = cloud if cloud is not None else pack_cloud(back_project(depth, k), rgb)
+            self.points_publisher.publish(convert.packed_point_cloud(stamp, cloud, self.frame_id))
         if labels is not None:
             self.segmentation_publisher.publish(convert.segmentation_image(stamp, labels, self.frame_id))
             self.segmented_frames += 1
@@ -191,9 +251,8 @@ class CameraNode(Node):
         self.frame_age = self.sim.world.time - stamp
 
     def destroy_node(self):
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+        if self.frame_thread is not None:
+            self.frame_thread.close()
         return super().destroy_node()
 
 def _plain(value):

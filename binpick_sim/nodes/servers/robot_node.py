@@ -4,7 +4,8 @@
     robot/accepted         out  std_msgs/Int64MultiArray    [request id, t]  (t = -1 rejected, -2 robot in error)
 
 A request id is a whole number from 0 to 2**53 (every such number survives the trip through a float64);
-any other id (NaN, inf, 1e300, -3, 2.5) rejects the action, answered [-1, -1]: no Int64 can echo it.
+any other id (NaN, inf, 1e300, -3, 2.5) rejects the action, answered [-1, -1]: no Int64 can echo it. So is a
+message of more than MAX_ACTION_BYTES serialized, refused by its size before it is decoded.
     robot/steps            out  std_msgs/Float64MultiArray  one per time index (layout in STEP_LAYOUT)
     robot/error            out  std_msgs/String (transient local)  the error message, once in error
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
@@ -31,6 +33,11 @@ MAX_REPETITIONS = 10 ** 9  # about 11 days at 1 kHz
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53
 STEPS_QOS = QoSProfile(depth=1000)  # a whole buffer's worth, so a slow reader loses nothing
+# Fast DDS (as rmw_fastrtps sets it up) keeps a payload per slot of a subscription's queue, each as large as
+# the largest message it ever held: a queue of 100 under a flood of 8 MB messages kept 800 MB for good.
+ACTION_QUEUE = 10
+# A request's serialized size: 37 doubles and the layout; a layout with a few labelled dimensions fits too.
+MAX_ACTION_BYTES = 4096
 
 
 class RobotNode(Node):
@@ -46,11 +53,24 @@ class RobotNode(Node):
         self.accepted = self.create_publisher(Int64MultiArray, "robot/accepted", 100)
         self.errors = self.create_publisher(String, "robot/error",
                                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.create_subscription(Float64MultiArray, "robot/desired_actions", self.on_action, 100)
+        # Taken serialized (raw): a message is measured before it becomes Python objects, so a flood of
+        # oversized ones is refused without copying each into a list (README "Bad input").
+        self.create_subscription(Float64MultiArray, "robot/desired_actions", self.on_raw_action, ACTION_QUEUE,
+                                 raw=True)
         self.diagnostics = NodeDiagnostics(self, lambda: sim.world.time,
-                                           values=lambda: {"time_index": self.backend.current()})
+                                           values=lambda: {"time_index": self.backend.current(),
+                                                           "time_epoch": self.backend.time_epoch})
         self.backend.on_step.append(self.publish_step)
         self.error_sent = False
+
+    def on_raw_action(self, raw: bytes) -> None:
+        """A serialized request: refused by its size alone when it cannot be one action, else decoded."""
+        if len(raw) > MAX_ACTION_BYTES:
+            self.diagnostics.reject("robot/desired_actions", f"a message of {len(raw)} bytes cannot be one action "
+                                    f"({1 + ACTION_SIZE} values; at most {MAX_ACTION_BYTES} bytes are read)")
+            self.accepted.publish(Int64MultiArray(data=[NO_ID, REJECTED]))
+            return
+        self.on_action(deserialize_message(raw, Float64MultiArray))
 
     def on_action(self, msg: Float64MultiArray) -> None:
         data = np.asarray(msg.data, dtype=float)

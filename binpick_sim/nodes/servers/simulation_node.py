@@ -14,6 +14,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidNamespaceException, NameValidationException
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.validate_full_topic_name import validate_full_topic_name
 from rclpy.validate_namespace import validate_namespace
 
@@ -69,7 +70,13 @@ class SimulationNode(Node):
             raise ValueError(f"parameter prefix: {prefix!r} is not a valid namespace ({str(exc).splitlines()[0]})") from None
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
-        self.entities = self.loop.run(Entities, self.sim)
+        folders = declare(self, "spawnable_folders", Parameter.Type.STRING_ARRAY, "Absolute folders whose URDFs "
+                          "(and meshes) spawn_entity may read and get_spawnables may list, besides the package's "
+                          "own (pybullet_data) and package:// URIs; any other path is refused.", read_only=True)
+        try:
+            self.entities = self.loop.run(Entities, self.sim, folders or ())
+        except ValueError as exc:
+            raise ValueError(f"parameter spawnable_folders: {exc}") from None
         self.stopped = False  # STATE_STOPPED: paused after a full reset, until played or paused
         self.categories = {core.ROBOT: msg.EntityCategory.CATEGORY_ROBOT,
                            core.STATIC: msg.EntityCategory.CATEGORY_STATIC_OBJECT,
@@ -396,6 +403,8 @@ class SimulationNode(Node):
         self.ok(response)
 
     def on_spawnables(self, request, response):
-        found, unknown = self.entities.spawnables(list(request.sources))
+        found, unknown, stopped = self.entities.spawnables(list(request.sources))
         response.spawnables = [self.msg.Spawnable(uri=uri, description=text) for uri, text in found]
-        self.ok(response, f"sources not found: {', '.join(unknown)}" if unknown else "")
+        notes = ([f"sources not found: {', '.join(s[:200] for s in unknown[:20])}"] if unknown else []) + (
+            [f"listing stopped after {stopped}"] if stopped else [])
+        self.ok(response, "; ".join(notes))

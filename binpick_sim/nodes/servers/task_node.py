@@ -20,6 +20,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
 from ...cell.sim import BinPickingSim
+from ...picking.privileged import privileged_state
 from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
 from ..common.params import MAX_RATE, MIN_RATE, declare
@@ -108,7 +109,7 @@ class TaskNode(Node):
             objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
         return {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
                 "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
-                "objects": objects}
+                "objects": objects, "privileged": privileged_state(self.sim)}
 
 
 def _is_integer(value: float) -> bool:

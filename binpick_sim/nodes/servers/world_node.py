@@ -9,6 +9,7 @@ from std_msgs.msg import UInt32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ...cell import sanity
 from ...cell.bin_shake import MAX_AMPLITUDE, MAX_DURATION, MAX_FREQUENCY
 from ...config import load_config
 from ...cell.loop import PhysicsLoop
@@ -139,6 +140,7 @@ class WorldNode(Node):
     def reset_world(self) -> str:
         seed, self.pending_seed = self.pending_seed, None
         self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
+        sanity.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
         if getattr(self, "planning_scene", None) is not None:
             self.planning_scene.reset()
         scene = self.sim.scene
@@ -179,7 +181,10 @@ class WorldNode(Node):
             response.success = True
         except Exception as exc:  # report, keep serving
             response.success, response.message = False, f"reset failed: {exc}"
-        (self.get_logger().info if response.success else self.get_logger().error)(response.message)
+        if response.success:  # two call sites: rclpy refuses one line logging at two severities
+            self.get_logger().info(response.message)
+        else:
+            self.get_logger().error(response.message)
         return response
 
     def on_step(self, msg: UInt32) -> None:

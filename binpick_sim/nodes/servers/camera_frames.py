@@ -1,0 +1,117 @@
+"""The camera node's frames from a render worker, driven by a thread of their own.
+
+The physics thread only captures the scene's state (well under a millisecond) and hands it over when the
+thread is idle (`offer`); the thread sends it to the worker, waits for the frame and has it published
+(conversion included, and the cloud is built in the worker), so neither a slow renderer nor a large frame
+stops the physics. The thread also keeps the worker alive: one that died (killed, crashed) is started
+again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a frame between
+them the thread gives up (`failed`) and the node renders in place, as it did before workers existed.
+When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory its
+frames took is handed back (`release`); the next subscriber starts a new one.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from ...cell.vision.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
+
+MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
+RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
+POLL = 0.1  # seconds between two looks for a frame, a stop or a dead worker
+
+
+class FrameThread:
+    def __init__(self, name: str, start_worker: Callable[[], RenderWorker], publish: Callable[[RenderedFrame], None],
+                 watched: Callable[[], bool], release: Callable[[], None], logger):
+        self.start_worker, self.publish, self.watched, self.release = start_worker, publish, watched, release
+        self.logger = logger
+        self.worker: RenderWorker | None = None
+        self.restarts = 0  # workers started again after one died
+        self.errors = 0  # frames the worker could not draw
+        self.failed = False  # gave up on workers: the node renders in place
+        self._in_a_row = 0
+        self._state: SceneState | None = None
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._stopping = False
+        self._last_watched = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"{name}_frames", daemon=True)
+        self._thread.start()
+
+    def offer(self, capture: Callable[[], SceneState]) -> bool:
+        """Physics thread: if no frame is under way, capture the state and have it drawn; else nothing."""
+        self._last_watched = time.monotonic()
+        if self.failed or not self._idle.is_set():
+            return False
+        self._idle.clear()
+        self._state = capture()
+        self._wake.set()
+        return True
+
+    def close(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(5.0)
+        self._stop_worker()
+
+    def _run(self) -> None:
+        while not self._stopping:
+            if not self._wake.wait(POLL):
+                self._release_if_unwatched()
+                continue
+            self._wake.clear()
+            if self._stopping:
+                break
+            try:
+                self._draw(self._state)
+            except Exception as exc:  # a broken publisher must not end the camera for good
+                self.logger.error(f"camera frame not published: {type(exc).__name__}: {exc}",
+                                  throttle_duration_sec=5.0)
+            finally:
+                self._state = None
+                self._idle.set()
+
+    def _draw(self, state: SceneState) -> None:
+        if self.worker is None:
+            self.worker = self.start_worker()
+        self.worker.request(state)
+        while not self._stopping:
+            try:
+                done = self.worker.wait(POLL)
+            except WorkerGone as exc:
+                self._restart(str(exc))
+                return
+            except FrameFailed as exc:
+                self.errors += 1
+                self.logger.error(f"{exc}; the next frame is asked for as usual", throttle_duration_sec=5.0)
+                return
+            if done is not None:
+                self._in_a_row = 0
+                self.publish(done)
+                return
+
+    def _restart(self, why: str) -> None:
+        self._stop_worker()
+        self._in_a_row += 1
+        if self._in_a_row > MAX_RESTARTS:
+            self.failed = True
+            self.logger.error(f"{why}; {MAX_RESTARTS} restarts in a row gave no frame: rendering in the physics "
+                              "thread from now on")
+            return
+        self.restarts += 1
+        self.worker = self.start_worker()
+        self.logger.error(f"{why}; started a new one (pid {self.worker.pid}, restart {self.restarts})")
+
+    def _release_if_unwatched(self) -> None:
+        if self.worker is None or time.monotonic() - self._last_watched < RELEASE_AFTER or self.watched():
+            return
+        self._stop_worker()
+        self.release()
+
+    def _stop_worker(self) -> None:
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.close()
