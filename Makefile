@@ -18,7 +18,7 @@ ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-p
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
 
-.PHONY: help venv demo demo-two-arms test test-colcon run bench lock clean
+.PHONY: help venv demo demo-two-arms test test-colcon run bench planner-example lock clean
 
 help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
@@ -27,6 +27,7 @@ help:
 	@echo "make test-colcon - the ROS user's path: colcon build + colcon test of the tests that start the installed executables"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
+	@echo "make planner-example - OMPL plans against what sim publishes and picks an object (installs requirements-planning.txt)"
 
 venv: $(STAMP)
 
@@ -99,6 +100,15 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 
 bench: $(BENCH_STAMP)
 	$(ROS_ENV) $(PY) -m bench.run
+
+# The planner example's OMPL goes into the same venv (control_msgs / moveit_msgs: a ROS install or ../shared/ros-tools).
+PLANNING_STAMP := $(VENV)/.planning-installed
+$(PLANNING_STAMP): $(STAMP) requirements-planning.txt
+	$(PY) -m pip install --quiet --requirement requirements-planning.txt
+	@touch $@
+
+planner-example: $(PLANNING_STAMP)
+	$(ROS_ENV) $(PY) examples/planner_client.py
 
 # Re-resolve requirements.in into a fully pinned requirements.txt (needs the registry). pip's install
 # report lists exactly the distributions it would download; `pip freeze` would also list the Python

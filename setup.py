@@ -1,6 +1,7 @@
 import os
 import sys
 from glob import glob
+from pathlib import Path
 
 from setuptools import find_packages, setup
 from setuptools.command.develop import develop
@@ -62,7 +63,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*")),
-        (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/config", [f for f in glob("config/*") if Path(f).is_file()]),
+        (f"share/{PACKAGE}/config/moveit", glob("config/moveit/*")),
         (f"share/{PACKAGE}/urdf", glob("urdf/*")),
     ],
     install_requires=["setuptools"],

@@ -286,6 +286,7 @@ CHECKS = [
     Check(r"ros2 run binpick_sim description --ros2-control --ros-args -r __ns:=\S+", "once", check_description),
     Check(r"cd ~/ws/src/binpick_sim && launch_test test/test_launch_sim.py", "launch_test", check_launch_test),
     Check(r"ros2 run controller_manager .*", "ros2_control", None),
+    Check(r"ros2 launch binpick_sim moveit.launch.py", "moveit", None),
 ]
 
 
@@ -366,6 +367,14 @@ def test_the_launch_test_line(tmp_path):
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     check_launch_test(result, None, line)
+
+
+def test_the_moveit_line_is_the_one_test_moveit_interfaces_runs():
+    """test_moveit_interfaces.py::test_move_group_starts_against_the_simulation runs this very line where
+    MoveIt is installed (and skips, naming it, where not)."""
+    assert [words(line) for line in lines_of("moveit")] == ["ros2 launch binpick_sim moveit.launch.py"]
+    source = (ros_env.REPO / "test" / "test_moveit_interfaces.py").read_text()
+    assert '["ros2", "launch", "binpick_sim", "moveit.launch.py"' in source
 
 
 def test_the_ros2_control_lines_need_controller_manager():

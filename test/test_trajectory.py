@@ -77,3 +77,44 @@ def test_only_the_named_joints_move(sim):
 def test_bad_trajectories_are_refused_with_the_reason(sim, kwargs, message):
     with pytest.raises(BadTrajectory, match=message):
         parse(sim, **kwargs)
+
+
+def test_accelerations_make_quintic_segments_that_meet_them(sim):
+    home = sim.arm.home[:7]
+    goal = home + [0.4, 0, 0, 0, 0, 0, 0]
+    trajectory = Trajectory.parse(ARM, [1.0], [goal], [[0.5] + [0.0] * 6], sim.arm.limits.lower, sim.arm.limits.upper,
+                                  accelerations=[[-2.0] + [0.0] * 6])
+    follower = TrajectoryFollower(sim.arm, trajectory, sim.world.time)
+    start = follower.positions[0][0]
+    for t in (0.0, 1.0):  # the boundary conditions: position and velocity at both ends
+        q, v = follower.sample_state(t)
+        assert q[0] == pytest.approx(start if t == 0 else goal[0]) and v[0] == pytest.approx(0.0 if t == 0 else 0.5)
+    h = 1e-4  # and the acceleration, by finite differences
+    accel = lambda t: (follower.sample(t + h)[0] - 2 * follower.sample(t)[0] + follower.sample(t - h)[0]) / h**2
+    assert accel(1.0 - h) == pytest.approx(-2.0, abs=1e-2) and accel(h) == pytest.approx(0.0, abs=1e-2)
+    with pytest.raises(BadTrajectory, match="accelerations need velocities"):
+        Trajectory.parse(ARM, [1.0], [goal], [[]], sim.arm.limits.lower, sim.arm.limits.upper, accelerations=[[0.0] * 7])
+    with pytest.raises(BadTrajectory, match="acceleration .* above its limit"):
+        Trajectory.parse(ARM, [1.0], [goal], [[0.0] * 7], sim.arm.limits.lower, sim.arm.limits.upper,
+                         accelerations=[[16.0] + [0.0] * 6], acceleration_limits=sim.arm.limits.acceleration)
+
+
+def test_tolerances_are_judged_every_step(sim):
+    from binpick_sim.control.trajectory import PATH_TOLERANCE_VIOLATED, SUCCEEDED, Tolerances
+
+    home = sim.arm.home[:7]
+    zeros = np.zeros(7)
+    tight = Tolerances(np.full(7, 1e-4), zeros, zeros, zeros, 1.0)
+    follower = TrajectoryFollower(sim.arm, parse(sim, times=(0.5,), positions=[home + [0.5, 0, 0, 0, 0, 0, 0]]),
+                                  sim.world.time, tight)
+    sim.arm.set_controller(follower)
+    sim.world.step(120)
+    assert follower.outcome.kind == PATH_TOLERANCE_VIOLATED and sim.arm.controller is None
+    held = sim.arm.joint_states()[0][:7]
+    sim.world.step(120)
+    assert np.abs(sim.arm.joint_states()[0][:7] - held).max() < 0.01 and held[0] - home[0] < 0.45
+    loose = Tolerances(zeros, zeros, np.full(7, 0.01), zeros, 1.0)
+    follower = TrajectoryFollower(sim.arm, parse(sim, times=(0.5,)), sim.world.time, loose)
+    sim.arm.set_controller(follower)
+    sim.world.step(360)
+    assert follower.outcome.kind == SUCCEEDED and follower.done

@@ -7,7 +7,7 @@ world as the seed does (until the target is reached or `max_steps`, or one step 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -30,6 +30,10 @@ FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has f
 FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
 _NO_TARGETS = np.full(len(JOINT_NAMES), np.nan)  # the other mode's half of a motor command (never written to)
 _NO_TARGETS.flags.writeable = False
+# Joint acceleration limits [rad/s^2] of the Panda's datasheet (PyBullet's URDF has none); the fingers have
+# none. Trajectories whose points ask for more are refused (control/trajectory.py), and
+# config/moveit/joint_limits.yaml gives planners the same numbers.
+ACCELERATION_LIMITS = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0, float("inf"), float("inf"))
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class JointLimits:
     upper: np.ndarray
     velocity: np.ndarray
     effort: np.ndarray
+    acceleration: np.ndarray = field(default_factory=lambda: np.array(ACCELERATION_LIMITS))
 
     def clip_position(self, q) -> np.ndarray:
         return clip(np.asarray(q, dtype=float), self.lower, self.upper)
@@ -196,7 +201,14 @@ class FrankaArm:
             self.world.client.resetJointState(self.body, j, q, 0.0)
         self.gripper_open = True  # seed: reset leaves the gripper open
         self.delta_clipped = False
+        self.set_finger_force(None)
         self.set_position_targets(self.home)
+
+    def set_finger_force(self, force: float | None) -> None:
+        """Each finger motor's force limit [N] for this and every later command until reset (None: the scene
+        file's `finger_force`): how hard the fingers squeeze what they close on (GripperCommand's max_effort)."""
+        value = float(self.config.finger_force if force is None else force)
+        self._motor_forces[7:] = [value] * (len(self.joints) - 7)
 
     def joint_states(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions [rad | m], velocities [rad/s | m/s], applied efforts [Nm | N] of the 9 joints.

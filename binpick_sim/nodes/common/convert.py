@@ -44,7 +44,8 @@ def trajectory(msg, limits) -> Trajectory:
     """A trajectory_msgs/JointTrajectory as the core's Trajectory; BadTrajectory says what is wrong."""
     return Trajectory.parse(msg.joint_names, [to_seconds(p.time_from_start) for p in msg.points],
                             [p.positions for p in msg.points], [p.velocities for p in msg.points],
-                            limits.lower, limits.upper, limits.velocity)
+                            limits.lower, limits.upper, limits.velocity,
+                            [p.accelerations for p in msg.points], limits.acceleration)
 
 
 def header(seconds: float, frame_id: str = WORLD_FRAME) -> Header:

@@ -20,6 +20,8 @@ from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
 from ..common.params import MAX_RATE, MIN_RATE, declare
+from . import planning_scene
+from .description_topics import DescriptionTopics
 
 DUPLICATE_CHECK_PERIOD = 2.0  # wall seconds between two looks for another stack in this namespace
 MAX_STEP_REQUEST = 100_000  # physics steps one world/step may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
@@ -113,12 +115,34 @@ class WorldNode(Node):
         self.loop.every(1.0 / objects_rate, self.publish_objects)
         self.loop.when_settled(self.publish_clock)
         self.loop.when_settled(self.publish_objects)
+        self.declare_planner_topics(objects_rate)
+
+    def declare_planner_topics(self, rate: float) -> None:
+        """robot_description(_semantic), TF and the planning scene (see description_topics.py and
+        planning_scene.py), updated at the objects' rate."""
+        robot_tf = declare(self, "publish_robot_tf", False, "Publish every arm link's frame on /tf (for a "
+                           "simulation run without robot_state_publisher), where tf2_msgs is installed.",
+                           read_only=True)
+        self.description_topics = DescriptionTopics(self, robot_tf)
+        self.planning_scene = planning_scene.PlanningScene(self) if planning_scene.available() else None
+        if self.planning_scene is None:
+            self.get_logger().info("moveit_msgs is not installed: no planning_scene_world / collision_object "
+                                   "topics (world/objects still describes the objects)")
+        self.loop.every(1.0 / rate, self.publish_planner_topics)
+        self.loop.when_settled(self.publish_planner_topics)
+
+    def publish_planner_topics(self) -> None:
+        self.description_topics.publish_tf()
+        if self.planning_scene is not None:
+            self.planning_scene.update()
 
     # --- physics thread -----------------------------------------------------------------------
     def reset_world(self) -> str:
         seed, self.pending_seed = self.pending_seed, None
         self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
         sanity.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
+        if getattr(self, "planning_scene", None) is not None:
+            self.planning_scene.reset()
         scene = self.sim.scene
         seeded = f", seed {seed}" if seed is not None else ""
         return (f"episode {scene.episode}: {scene.object_count} objects of type {scene.object_urdf.stem}"
@@ -235,4 +259,6 @@ class WorldNode(Node):
         return {"sim_time": self.sim.world.time, "step_rate_hz": steps_per_second,
                 "realtime_factor": realtime_factor, "target_realtime_factor": self.loop.realtime_factor,
                 "objects": self.sim.scene.object_count, "episode": self.sim.scene.episode,
-                "publisher_failures": self.loop.failures, "other_stacks_in_namespace": self.other_worlds}
+                "publisher_failures": self.loop.failures, "other_stacks_in_namespace": self.other_worlds,
+                "planning_scene": "published" if self.planning_scene else "off: moveit_msgs is not installed",
+                "tf": "published" if self.description_topics.tf else "off: tf2_msgs is not installed"}
