@@ -99,3 +99,68 @@ def test_replay_of_a_folder_that_is_no_dataset_says_so(tmp_path, capsys):
 
     assert main(["--replay", str(tmp_path)]) == 2
     assert "not a rollouts dataset" in capsys.readouterr().err
+
+
+# --- Minari ------------------------------------------------------------------------------------------
+
+@pytest.fixture()
+def minari_home(tmp_path, monkeypatch):
+    """Minari's datasets in a temporary folder (never the user's ~/.minari)."""
+    pytest.importorskip("minari", reason="needs minari (requirements-datasets.txt, installed by make test)")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    return tmp_path / "minari"
+
+
+def test_minari_export_opens_in_minari_with_the_parquet_actions_and_recovers_the_env(scripted, minari_home):
+    import gymnasium as gym
+    import minari
+
+    from binpick_sim.datasets.minari import main
+    from binpick_sim.rollouts import read_dataset
+
+    assert main([str(scripted), "--id", "binpick_sim/franka-delta/scripted-v0"]) == 0
+    dataset = minari.load_dataset("binpick_sim/franka-delta/scripted-v0")  # Minari's own reader
+    steps, episodes = read_dataset(scripted)
+    assert dataset.total_episodes == EPISODES and dataset.total_steps == len(steps)
+    assert isinstance(dataset.observation_space, gym.spaces.Dict) and dataset.action_space.shape == (5,)
+    spec = json.loads(dataset.storage.metadata["env_spec"])
+    assert spec["id"] == "binpick_sim/FrankaDelta-v0" and spec["kwargs"] == {"backend": "direct", "observation": "state"}
+    metadata = list(dataset.storage.get_episode_metadata(range(EPISODES)))
+    assert [m["seed"] for m in metadata] == episodes["seed"].tolist() == list(range(SEED, SEED + EPISODES))
+    for episode, recorded in zip(dataset.iterate_episodes(), episodes.itertuples(index=False)):
+        rows = steps[steps.episode == recorded.episode]
+        np.testing.assert_array_equal(episode.actions, np.stack(rows["action"]).astype(np.float32))
+        n = len(rows)
+        assert len(episode.observations["joint_positions"]) == n + 1  # the final observation too
+        np.testing.assert_array_equal(episode.observations["joint_positions"][:n],
+                                      np.stack(rows["observation.joint_positions"]))
+        assert len(episode.infos["objects_left"]) == n + 1  # the reset info first
+        assert episode.truncations[-1] and not episode.terminations.any()  # cut at --max-steps
+        np.testing.assert_array_equal(episode.rewards, rows["reward"].to_numpy())
+    env = dataset.recover_environment()
+    try:
+        assert env.spec.id == "binpick_sim/FrankaDelta-v0" and env.spec.max_episode_steps == 200
+        first = next(dataset.iterate_episodes())
+        observation, _ = env.reset(seed=int(metadata[0]["seed"]))
+        np.testing.assert_array_equal(observation["joint_positions"], first.observations["joint_positions"][0])
+        observation, *_ = env.step(first.actions[0])
+        np.testing.assert_array_equal(observation["joint_positions"], first.observations["joint_positions"][1])
+    finally:
+        env.close()
+
+
+def test_minari_export_refuses_a_dataset_that_does_not_replay_exactly(scripted, minari_home, tmp_path, capsys):
+    import minari
+
+    from binpick_sim.datasets.minari import main
+    from binpick_sim.rollouts import STEPS_DIR
+
+    copy = _copy(scripted, tmp_path / "edited")
+    part = sorted((copy / STEPS_DIR).glob("*.parquet"))[0]
+    table = pq.read_table(part)
+    rows = table.to_pylist()
+    rows[1]["observation.ee_position"][2] += 1e-3
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), part)
+    assert main([str(copy), "--id", "binpick_sim/franka-delta/edited-v0"]) == 2
+    assert "replays with an observation difference" in capsys.readouterr().err
+    assert "binpick_sim/franka-delta/edited-v0" not in minari.list_local_datasets()
