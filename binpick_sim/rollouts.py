@@ -493,6 +493,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", default="png", choices=IMAGE_FORMATS,
                         help="how image observations are stored: PNG bytes or raw array bytes (default png)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on env steps per episode")
+    parser.add_argument("--format", default="parquet", choices=("parquet", "minari"),
+                        help="parquet: the dataset at --out (default); minari: that, then exported by exact replay "
+                        "as a Minari dataset (binpick_sim.datasets.minari; needs requirements-datasets.txt)")
+    parser.add_argument("--minari-id", default=None, help="Minari dataset id with --format minari "
+                        "(default binpick_sim/<env>/<policy>-v0)")
     parser.add_argument("--address", default=None, help="Ray cluster to join ('auto', or host:port); "
                         "without it a local cluster with WORKERS CPUs starts")
     parser.add_argument("--max-retries", type=int, default=3, help="restarts of a dead worker and re-runs of its "
@@ -522,6 +527,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({result.steps_per_s:,.0f} steps/s) on {result.workers} workers; "
           f"success {100 * result.success_rate:.0f} %; retries {result.retries}" + (f" (episodes {sorted(result.retried)})" if result.retried else ""))
     print(f"dataset: {result.out}/{STEPS_DIR}, {result.out}/{EPISODES_DIR} (Parquet), {result.out}/{SUMMARY_FILE}")
+    if args.format == "minari":
+        from .datasets import minari as minari_export
+
+        return minari_export.main([str(result.out)] + (["--id", args.minari_id] if args.minari_id else []))
     return 0
 
 

@@ -164,3 +164,17 @@ def test_minari_export_refuses_a_dataset_that_does_not_replay_exactly(scripted, 
     assert main([str(copy), "--id", "binpick_sim/franka-delta/edited-v0"]) == 2
     assert "replays with an observation difference" in capsys.readouterr().err
     assert "binpick_sim/franka-delta/edited-v0" not in minari.list_local_datasets()
+
+
+def test_rollouts_format_minari_writes_both_datasets(cluster, minari_home, tmp_path, capsys):
+    import minari
+
+    from binpick_sim.rollouts import main, read_dataset
+
+    assert main(["--out", str(tmp_path / "d"), "--episodes", "2", "--seed", "9", "--policy", "random",
+                 "--max-steps", "3", "--format", "minari", "--minari-id", "binpick_sim/franka-delta/random-v0"]) == 0
+    assert "Minari dataset binpick_sim/franka-delta/random-v0: 2 episodes, 6 steps" in capsys.readouterr().out
+    dataset = minari.load_dataset("binpick_sim/franka-delta/random-v0")
+    steps, _ = read_dataset(tmp_path / "d")
+    np.testing.assert_array_equal(np.concatenate([e.actions for e in dataset.iterate_episodes()]),
+                                  np.stack(steps["action"]).astype(np.float32))
