@@ -178,3 +178,17 @@ def test_rollouts_format_minari_writes_both_datasets(cluster, minari_home, tmp_p
     steps, _ = read_dataset(tmp_path / "d")
     np.testing.assert_array_equal(np.concatenate([e.actions for e in dataset.iterate_episodes()]),
                                   np.stack(steps["action"]).astype(np.float32))
+
+
+def test_readme_minari_example_runs_on_the_exported_dataset(scripted, minari_home):
+    import re
+
+    from binpick_sim.datasets.minari import main
+
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### Datasets: record with `rollouts`"):]
+    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert main([str(scripted)]) == 0  # the default id, the one the example loads
+    namespace = {}
+    exec(example, namespace)
+    assert namespace["weights"].shape == (4, 5)
