@@ -132,13 +132,13 @@ class Recorder:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m binpick_sim.recording --out BAG [--topics T ...] [--duration S]`: until Ctrl-C or S seconds."""
+    """`record` (or `python -m binpick_sim.recording`) `--out BAG [--topics T ...] [--duration S]`: until Ctrl-C or S seconds."""
     import argparse
     import sys
 
     import rclpy
 
-    parser = argparse.ArgumentParser(prog="python -m binpick_sim.recording", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="record", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="bag folder to create (must not exist)")
     parser.add_argument("--topics", nargs="+", default=list(DEFAULT_TOPICS),
                         help=f"topics, relative names resolved in --namespace (default {' '.join(DEFAULT_TOPICS)})")

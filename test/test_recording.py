@@ -78,3 +78,35 @@ def test_a_topic_that_never_appears_is_named_and_nothing_is_written(ros_context,
         with Recorder(tmp_path / "bag", ["no_such_topic"], context=ros_context, discovery_timeout=1.0):
             pass
     assert not (tmp_path / "bag").exists()
+
+
+def test_record_executable_stops_on_ctrl_c_and_leaves_a_whole_bag(stack, tmp_path):
+    """The user's path: `record` in a process of its own, on the sim's domain, until SIGINT."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rosbags.rosbag2 import Reader
+
+    bag = tmp_path / "bag"
+    record = shutil.which("record", path=str(Path(sys.executable).parent)) or "record"
+    process = subprocess.Popen([record, "--out", str(bag), "--topics", "/clock", "joint_states"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 60
+        while not list(bag.glob("*.mcap")) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        time.sleep(2.0)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    assert "/clock" in out and (bag / "metadata.yaml").is_file()
+    with Reader(bag) as reader:
+        assert {c.topic: c.msgcount > 0 for c in reader.connections} == {"/clock": True, "/joint_states": True}
