@@ -8,7 +8,10 @@ import pytest
 
 rosbags = pytest.importorskip("rosbags", reason="needs rosbags (requirements-datasets.txt, installed by make test)")
 
-TOPICS = ["joint_states", "/clock", "world/objects", "camera/image_raw", "camera/camera_info", "test/latched"]
+def recorded_topics():
+    from binpick_sim.recording import DEFAULT_TOPICS
+
+    return [*DEFAULT_TOPICS, "test/latched"]  # the defaults, and a latched topic of the test's own
 
 
 def test_a_recording_reads_back_with_sim_time_stamps_and_latched_qos(stack, ros_context, tmp_path):
@@ -28,7 +31,7 @@ def test_a_recording_reads_back_with_sim_time_stamps_and_latched_qos(stack, ros_
         depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)).publish(String(data="before"))
     bag = tmp_path / "bag"
     try:
-        with Recorder(bag, TOPICS, context=ros_context) as recorder:
+        with Recorder(bag, recorded_topics(), context=ros_context) as recorder:
             time.sleep(2.0)
     finally:
         publisher_node.destroy_node()
@@ -37,8 +40,9 @@ def test_a_recording_reads_back_with_sim_time_stamps_and_latched_qos(stack, ros_
     with Reader(bag) as reader:
         topics = {c.topic: c for c in reader.connections}
         assert set(topics) == {"/joint_states", "/clock", "/world/objects", "/camera/image_raw",
-                               "/camera/camera_info", "/test/latched"}
+                               "/camera/camera_info", "/diagnostics", "/test/latched"}
         assert topics["/joint_states"].msgtype == "sensor_msgs/msg/JointState"
+        assert topics["/diagnostics"].msgtype == "diagnostic_msgs/msg/DiagnosticArray"
         durability = {t: c.ext.offered_qos_profiles[0].durability for t, c in topics.items()}
         assert durability["/test/latched"] == QosDurability.TRANSIENT_LOCAL
         assert durability["/joint_states"] == QosDurability.VOLATILE
