@@ -51,7 +51,13 @@ $(VIDEO_STAMP): $(STAMP) requirements-video.txt
 	$(PY) -m pip install --quiet --requirement requirements-video.txt
 	@touch $@
 
-test: $(STAMP) $(VIDEO_STAMP)
+# The dataset exporters' formats (Minari), installed for test/test_datasets.py.
+DATASETS_STAMP := $(VENV)/.datasets-installed
+$(DATASETS_STAMP): $(STAMP) requirements-datasets.txt
+	$(PY) -m pip install --quiet --requirement requirements-datasets.txt
+	@touch $@
+
+test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
 	$(ROS_ENV) $(PY) -m pytest test
 
 # The ROS user's path, as CI runs it (README "Testing on a ROS install"): a venv of the dependencies only

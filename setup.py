@@ -15,6 +15,7 @@ EXECUTABLES = {
     "demo": "binpick_sim.demo:main",
     "description": "binpick_sim.description:main",
     "rollouts": "binpick_sim.rollouts:main",
+    "record": "binpick_sim.recording:main",
 }
 
 

@@ -478,7 +478,10 @@ def read_dataset(folder: str | Path):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rollouts", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="dataset folder to create (must not exist or be empty)")
+    parser.add_argument("--out", type=Path, help="dataset folder to create (must not exist or be empty)")
+    parser.add_argument("--replay", type=Path, metavar="DATASET", help="instead of recording: re-run each episode "
+                        "of DATASET from its seed with its recorded actions, print the largest observation "
+                        "difference, exit 1 unless it is 0 (and rewards and ends agree)")
     parser.add_argument("--episodes", type=int, default=10, help="number of episodes N (default 10)")
     parser.add_argument("--workers", type=int, default=1, help="Ray workers W, one env each (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="episode k runs with seed SEED+k (default 0)")
@@ -490,11 +493,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", default="png", choices=IMAGE_FORMATS,
                         help="how image observations are stored: PNG bytes or raw array bytes (default png)")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on env steps per episode")
+    parser.add_argument("--format", default="parquet", choices=("parquet", "minari"),
+                        help="parquet: the dataset at --out (default); minari: that, then exported by exact replay "
+                        "as a Minari dataset (binpick_sim.datasets.minari; needs requirements-datasets.txt)")
+    parser.add_argument("--minari-id", default=None, help="Minari dataset id with --format minari "
+                        "(default binpick_sim/<env>/<policy>-v0)")
     parser.add_argument("--address", default=None, help="Ray cluster to join ('auto', or host:port); "
                         "without it a local cluster with WORKERS CPUs starts")
     parser.add_argument("--max-retries", type=int, default=3, help="restarts of a dead worker and re-runs of its "
                         "episode before the run fails (default 3)")
     args = parser.parse_args(argv)
+    if args.replay is not None:
+        from .datasets import replay
+
+        try:
+            return replay.main(args.replay)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"rollouts: error: {exc}", file=sys.stderr)
+            return 2
+    if args.out is None:
+        parser.error("--out is required (or --replay DATASET)")
     spec = RunSpec(env_id=args.env, backend=args.backend, observation=args.observation, image_format=args.images,
                    policy=args.policy, max_steps=args.max_steps)
     try:
@@ -509,6 +527,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({result.steps_per_s:,.0f} steps/s) on {result.workers} workers; "
           f"success {100 * result.success_rate:.0f} %; retries {result.retries}" + (f" (episodes {sorted(result.retried)})" if result.retried else ""))
     print(f"dataset: {result.out}/{STEPS_DIR}, {result.out}/{EPISODES_DIR} (Parquet), {result.out}/{SUMMARY_FILE}")
+    if args.format == "minari":
+        from .datasets import minari as minari_export
+
+        return minari_export.main([str(result.out)] + (["--id", args.minari_id] if args.minari_id else []))
     return 0
 
 

@@ -1,0 +1,165 @@
+"""Record named ROS topics as a rosbag2 MCAP folder (`metadata.yaml` + `.mcap`) from Python alone.
+
+Why `rosbags` (pure Python, Jazzy typestore) rather than `rosbag2_py`: the ROS wheels this package runs
+on ship no rosbag2 storage plugins, and the bag must open in `ros2 bag info/play` and Foxglove all the
+same: rosbags writes rosbag2's own layout (version 9 metadata, MCAP storage with the message
+definitions as schemas, the offered QoS of each topic).
+
+How: one node subscribes to each topic as raw CDR bytes (no deserialising, the bytes as published),
+with the publishers' durability (transient_local, "latched", where every publisher offers it, so the
+latched value recorded even when it was published before the recorder started). Each message is
+stamped with the simulation time: the latest `/clock` the recorder has heard (messages before the
+first `/clock` get that first value), so a bag of a sim that runs faster or slower than real time
+plays back on the sim's own time line.
+
+Tools layer: nothing in binpick_sim's core, nodes or envs imports this module.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+DEFAULT_TOPICS = ("joint_states", "/clock", "camera/image_raw", "camera/camera_info", "world/objects",
+                  "/diagnostics")
+
+
+def _qos(transient: bool, depth: int):
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    zero = QosTime(0, 0)
+    return Qos(QosHistory.KEEP_LAST, depth, QosReliability.RELIABLE,
+               QosDurability.TRANSIENT_LOCAL if transient else QosDurability.VOLATILE,
+               zero, zero, QosLiveliness.AUTOMATIC, zero, False)
+
+
+class Recorder:
+    """`with Recorder(out, topics, context=...) as recorder: ...` records until the block ends."""
+
+    def __init__(self, out: str | Path, topics=DEFAULT_TOPICS, context=None, namespace: str = "",
+                 discovery_timeout: float = 15.0, depth: int = 100):
+        out = Path(out)
+        if out.exists():
+            raise FileExistsError(f"{out} exists: a bag is never overwritten (nothing was recorded)")
+        if not topics:
+            raise ValueError("name at least one topic")
+        self.out, self.topics, self.context = out, list(topics), context
+        self.namespace, self.discovery_timeout, self.depth = namespace, discovery_timeout, depth
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._clock_ns: int | None = None
+        self._pending: list = []
+
+    def __enter__(self):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.typesys import Stores, get_typestore
+        from rosgraph_msgs.msg import Clock
+        from rosidl_runtime_py.utilities import get_message
+
+        self.node = rclpy.create_node("binpick_recorder", namespace=self.namespace or None, context=self.context)
+        names = [self.node.resolve_topic_name(t) for t in self.topics]
+        types = self._discover(names)
+        typestore = get_typestore(Stores.ROS2_JAZZY)
+        self.writer = Writer(self.out, version=9, storage_plugin=StoragePlugin.MCAP)
+        self.writer.open()
+        self.node.create_subscription(Clock, "/clock", self._on_clock, QoSProfile(depth=self.depth))
+        self._clock_connection = None
+        for name in names:
+            publishers = self.node.get_publishers_info_by_topic(name)
+            transient = bool(publishers) and all(
+                p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
+            connection = self.writer.add_connection(name, types[name], typestore=typestore,
+                                                    offered_qos_profiles=[_qos(transient, self.depth)])
+            qos = QoSProfile(depth=self.depth, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
+            self.counts[name] = 0
+            if name == "/clock":  # recorded by _on_clock, stamped with its own value
+                self._clock_connection = connection
+                continue
+            self.node.create_subscription(get_message(types[name]), name,
+                                          lambda data, c=connection: self._on_message(c, data), qos, raw=True)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, name="recorder", daemon=True)
+        self._thread.start()
+        return self
+
+    def _discover(self, names: list[str]) -> dict[str, str]:
+        """Each topic's type from the graph; a clear error naming the ones that never appear."""
+        deadline = time.monotonic() + self.discovery_timeout
+        while True:
+            known = dict(self.node.get_topic_names_and_types())
+            missing = [n for n in names if n not in known]
+            if not missing:
+                return {n: known[n][0] for n in names}
+            if time.monotonic() > deadline:
+                self.node.destroy_node()
+                raise TimeoutError(f"no publisher of {', '.join(missing)} within {self.discovery_timeout:g} s "
+                                   "(nothing was recorded)")
+            time.sleep(0.1)
+
+    def _on_clock(self, message) -> None:
+        with self._lock:
+            self._clock_ns = message.clock.sec * 1_000_000_000 + message.clock.nanosec
+            if self._clock_connection is not None:
+                from rclpy.serialization import serialize_message
+
+                self._write(self._clock_connection, serialize_message(message))
+            for connection, data in self._pending:  # heard before the first /clock: stamped with it
+                self._write(connection, data)
+            self._pending.clear()
+
+    def _on_message(self, connection, data: bytes) -> None:
+        with self._lock:
+            if self._clock_ns is None:
+                self._pending.append((connection, data))
+            else:
+                self._write(connection, data)
+
+    def _write(self, connection, data: bytes) -> None:
+        self.writer.write(connection, self._clock_ns, data)
+        self.counts[connection.topic] += 1
+
+    def __exit__(self, *exc) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self._thread.join(timeout=5.0)
+        self.node.destroy_node()
+        with self._lock:
+            self.writer.close()  # writes metadata.yaml with the counts, start time and duration
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`record` (or `python -m binpick_sim.recording`) `--out BAG [--topics T ...] [--duration S]`: until Ctrl-C or S seconds."""
+    import argparse
+    import sys
+
+    import rclpy
+
+    parser = argparse.ArgumentParser(prog="record", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="bag folder to create (must not exist)")
+    parser.add_argument("--topics", nargs="+", default=list(DEFAULT_TOPICS),
+                        help=f"topics, relative names resolved in --namespace (default {' '.join(DEFAULT_TOPICS)})")
+    parser.add_argument("--namespace", default="", help="the sim's namespace (default none)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds (wall) to record; default until Ctrl-C")
+    args = parser.parse_args(argv)
+    rclpy.init()
+    try:
+        with Recorder(args.out, args.topics, namespace=args.namespace) as recorder:
+            try:
+                time.sleep(args.duration) if args.duration else threading.Event().wait()
+            except KeyboardInterrupt:
+                pass
+        print(f"{args.out}: " + ", ".join(f"{t} {n}" for t, n in recorder.counts.items()))
+        return 0
+    except (FileExistsError, ValueError, TimeoutError) as exc:
+        print(f"record: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
