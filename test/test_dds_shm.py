@@ -44,6 +44,8 @@ def test_stale_files_fast_dds_cleans_up_itself_are_not_reported(tmp_path):
     make_port(tmp_path, PORT)  # a SIGKILLed participant's port: Fast DDS makes it again
     make_port(tmp_path, PORT + 2, segment=os.urandom(4096))  # garbage, but its _el marks it as a dead one's
     make_port(tmp_path, 7000, semaphore=bytes(32))
+    # A live port between two processes, seen on a busy machine: its segment made, no _el file for a moment.
+    make_port(tmp_path, PORT + 4, segment=b"\x02" + bytes(31) + b"\x80" + bytes(967), lock=False)
     assert shm.bad_files(DOMAIN, tmp_path) == []
     assert shm.problem({"ROS_DOMAIN_ID": str(DOMAIN)}, tmp_path) is None
 

@@ -10,12 +10,14 @@ process and makes again; but, measured with Fast DDS 2.14 (Jazzy):
 
 - a semaphore file of fewer than 32 bytes: SIGBUS; one of random bytes: SIGABRT ("The futex facility
   returned an unexpected error code");
-- a segment without its `_el` file: a hang for good (empty, or a header saying "not yet initialised")
-  or SIGSEGV (a header saying "initialised" over garbage).
+- a segment without its `_el` file (which a live port also lacks for moments, while processes come and
+  go): a hang for good when it is empty or its header says "not yet initialised", SIGSEGV when the
+  header says "initialised" over zeros. Random bytes there Fast DDS takes as corrupt and makes anew.
 
 None of these can be caught once inside Fast DDS, so `sim` looks first and stops with one line naming
 the files to delete. Only files no live process holds are judged (a held `_el` lock means a running
-participant owns the port), so a running ROS graph is never reported; the files are only read.
+participant owns the port), and only what is still wrong a moment later (RECHECK), so a running ROS
+graph whose processes come and go is never reported; the files are only read.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import fcntl
 import os
 import re
 import struct
+import time
 from pathlib import Path
 
 SHM = Path("/dev/shm")
@@ -31,6 +34,9 @@ SHARED_PORT = 7000  # Fast DDS 2.14's SHM port of every participant in ROS's LOC
 PORT_BASE, DOMAIN_GAIN = 7400, 250  # the RTPS port formula: a domain's ports start at 7400 + 250 * domain
 _NAME = re.compile(r"^(?:sem\.)?fastrtps_port(\d+)(?:_el|_mutex)?$")
 SEMAPHORE_SIZE = 32  # glibc's sem_t on 64-bit Linux
+HEADER = 128  # bytes of a segment's header looked at: boost.interprocess's state word, then its manager
+INITIALISED = 2  # the state word of a segment made in full (0: not yet, 1: being made)
+RECHECK = 0.5  # s: suspects are looked at again after this, and only those still wrong are reported
 _PRIVATE_FLAGS = (0, 128)  # the semaphore's futex flag: shared, or FUTEX_PRIVATE_FLAG
 
 
@@ -54,10 +60,26 @@ def bad_files(domain: int, directory: Path = SHM) -> list[Path]:
         semaphore = directory / f"sem.fastrtps_port{port}_mutex"
         if _held(lock):
             continue  # a running participant's port
-        broken = (segment.exists() and not lock.exists()) or (semaphore.exists() and not _semaphore_ok(semaphore))
+        broken = (segment.exists() and not lock.exists() and not _segment_ok(segment)) or \
+            (semaphore.exists() and not _semaphore_ok(semaphore))
         if broken:
             bad.extend(p for p in (segment, lock, semaphore) if p.exists())
     return bad
+
+
+def _segment_ok(path: Path) -> bool:
+    """A segment Fast DDS will not hang or crash on when it has no `_el` file (module docstring)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER)
+    except OSError:
+        return True  # not ours to judge
+    if len(head) < HEADER:
+        return False
+    state = struct.unpack_from("<I", head)[0]
+    if state in (0, 1):
+        return False
+    return state != INITIALISED or any(head[8:])
 
 
 def report(files: list[Path]) -> str:
@@ -113,4 +135,7 @@ def problem(environ=os.environ, directory: Path = SHM) -> str | None:
     except ValueError:
         return None  # rclpy says what is wrong with it
     files = bad_files(domain, directory)
+    if files:  # a port being made or given up right now can look wrong for a moment: look again
+        time.sleep(RECHECK)
+        files = [f for f in bad_files(domain, directory) if f in files]
     return report(files) if files else None
