@@ -13,6 +13,7 @@ from rclpy.node import Node
 
 from ...control.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from ..common import convert
+from ..common.long_requests import ACTION_QOS, own_threads
 
 POLL = 0.02  # wall seconds between looks at a goal in progress
 SETTLE = 1.0  # sim seconds a trajectory's end may take to be reached within the goal tolerance
@@ -41,10 +42,12 @@ class TrajectoryActions:
         self.servers = [
             ActionServer(self.server_node, FollowJointTrajectory, f"{controller}/follow_joint_trajectory", self.follow,
                          goal_callback=self.check_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
-                         callback_group=group),
+                         callback_group=group, **ACTION_QOS),
             ActionServer(self.server_node, GripperCommand, f"{gripper_controller}/gripper_cmd", self.grip,
-                         goal_callback=lambda _: self.owned("gripper_cmd"), cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group),
+                         goal_callback=lambda _: self.owned("gripper_cmd"), cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group,
+                         **ACTION_QOS),
         ]
+        self.goal_threads = [own_threads(server) for server in self.servers]  # a goal holds no executor thread
 
     def destroy(self) -> None:
         for server in self.servers:
