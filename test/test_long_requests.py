@@ -13,6 +13,8 @@ from std_srvs.srv import Trigger
 
 from test_simulation_interfaces import Standard, parameters, running, si  # noqa: F401 (fixtures)
 
+pytestmark = pytest.mark.slow  # a stack each, about 5 s a test
+
 LONG = 50000  # steps: about a minute of stepping here, far longer than any wait below
 ANSWER = 1.0  # s: the bound for an answer to a cancel or a state change
 
