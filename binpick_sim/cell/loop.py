@@ -9,7 +9,9 @@ observation per request, stamped after it.
 
 Paused (`paused = True`), a freely running loop also takes only the steps it is asked for (`advance`),
 with its periodic work after each, so `/clock` advances by exactly the steps taken; `advance`'s
-Future resolves with the step count once they are done (the standard's StepSimulation).
+Future resolves with the step count once they are done (the standard's StepSimulation), and its
+`taken` attribute says how many of the steps asked for were taken (fewer when cut short: `withdraw`,
+`cancel_steps`, `until`).
 """
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ class PhysicsLoop:
         self.paused = False
         self._budget = 0  # steps left of the request being taken
         self._done: Future | None = None  # resolved when the request being taken is done
+        self._taken = 0  # steps of the request being taken so far
         self._until: Callable[[], bool] | None = None  # ends the request being taken early when true
         self._requests: collections.deque[tuple] = collections.deque()  # (steps, Future, until) still to take
         self._stop = threading.Event()
@@ -97,7 +100,7 @@ class PhysicsLoop:
         once if `steps` is 0. For a lock-step or paused loop; the Future resolves with the step count
         after them (or fails if the loop stops first). `until`: checked on the physics thread after each
         of these steps; the first time it is true the request ends there (the seed's "step until the
-        target is reached", `steps` its bound)."""
+        target is reached", `steps` its bound). The Future's `taken` then says how many were taken."""
         done: Future = Future()
         self.call(self._add_budget, steps, done, until)
         return done
@@ -119,14 +122,32 @@ class PhysicsLoop:
         those queued); the `when_settled` callbacks run once if a request was cut short. Returns how many
         steps were dropped."""
         dropped = max(self._budget, 0) + sum(steps for steps, _, _ in self._requests)
-        for _, done, _ in self._requests:  # whoever waits for a dropped request hears at once
-            if not done.done():
-                done.set_result(self.world.step_count)
+        queued = list(self._requests)
         self._requests.clear()
+        for _, done, _ in queued:  # whoever waits for a dropped request hears at once
+            self._resolve_untaken(done)
         if self._budget > 0:
             self._budget = 0
             self._finish()
         return dropped
+
+    def withdraw(self, done: Future) -> None:
+        """On the physics thread: end the one `advance` request whose Future is `done`, whether it is being
+        taken (it ends after the step in progress; lock-step: its `when_settled` callbacks run) or still
+        queued behind others (it never starts). Nothing happens if it is over already."""
+        if done is self._done and self._budget > 0:
+            self._budget = 0
+            self._finish()
+            return
+        for request in list(self._requests):
+            if request[1] is done:
+                self._requests.remove(request)
+                self._resolve_untaken(done)
+
+    def _resolve_untaken(self, done: Future) -> None:
+        if not done.done():
+            done.taken = 0
+            done.set_result(self.world.step_count)
 
     def when_settled(self, callback: Callable[[], None], first: bool = False) -> None:
         """Lock-step mode: call `callback` on the physics thread after each `advance` has been taken
@@ -193,6 +214,7 @@ class PhysicsLoop:
         while not self._stop.is_set():
             if self._budget <= 0 and self._requests:
                 self._budget, self._done, self._until = self._requests.popleft()
+                self._taken = 0
                 if self._budget <= 0:
                     self._finish()
                 continue
@@ -226,6 +248,7 @@ class PhysicsLoop:
             self._run_periodic()
         if self._budget > 0:
             self._budget -= batch
+            self._taken += batch
             if self._until is not None and self._budget > 0 and self._until():
                 self._budget = 0
             if self._budget == 0:
@@ -257,6 +280,7 @@ class PhysicsLoop:
                 self._guarded(callback)
         done, self._done = self._done, None
         if done is not None and not done.done():
+            done.taken = self._taken
             done.set_result(self.world.step_count)
 
     def _guarded(self, callback: Callable[[], None]) -> None:

@@ -33,6 +33,7 @@ from rclpy.utilities import get_default_context
 from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
 from .entry import stop_interrupted
+from ..common import shm
 from ..common.dds import use_package_profile
 from ..common.teardown import destroy_fully
 from ..servers.arm_node import ArmNode
@@ -287,13 +288,17 @@ def arm_start_watchdog(environ=os.environ, stream=None) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve until Ctrl-C or SIGTERM (exit 0). A bad scene file or parameter: one line, exit 2. Ctrl-C
+    """Serve until Ctrl-C or SIGTERM (exit 0). A bad scene file or parameter, or shared-memory files Fast
+    DDS would abort on: one line, exit 2. Ctrl-C
     (or the parent's death) while starting: one line, exit 130."""
     watching = threading.Event()
     watching.set()
     exit_with_parent(watching)
     context = get_default_context()  # the default context gets rclpy's SIGINT/SIGTERM handlers
     use_package_profile()  # before the participant is made (dds.py: why)
+    if blocked := shm.problem():  # Fast DDS would abort, crash or hang on them (shm.py)
+        print(f"binpick_sim: cannot start: {blocked}", file=sys.stderr)
+        return 2
     arm_start_watchdog()
     try:
         rclpy.init(args=argv if argv is not None else sys.argv, context=context)

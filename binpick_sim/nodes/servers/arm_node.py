@@ -27,6 +27,7 @@ from ...cell.sim import BinPickingSim
 from ..common import convert
 from . import trajectory_actions
 from ..common.diagnostics import BadCommand, NodeDiagnostics, finite_vector
+from ..common.long_requests import SERVICE_QOS
 from ..common.params import MAX_RATE, MIN_RATE, declare
 from .trajectory_actions import TrajectoryActions
 
@@ -63,9 +64,11 @@ class ArmNode(Node):
         self.create_subscription(Float64MultiArray, DELTA_TOPIC, self.on_delta, 10)
         self.create_subscription(JointTrajectory, TRAJECTORY_TOPIC, self.on_trajectory, 10)
         self.create_subscription(JointState, JOINT_COMMANDS_TOPIC, self.on_joint_commands, 10)
-        self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"))
-        self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"))
-        self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"))
+        self.create_service(Trigger, "arm/open_gripper", self.trigger(lambda: self.arm.set_gripper(True), "opening"),
+                            qos_profile=SERVICE_QOS)
+        self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"),
+                            qos_profile=SERVICE_QOS)
+        self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"), qos_profile=SERVICE_QOS)
         controller = declare(self, "controller_name", "panda_arm_controller", "Name under which the "
                              "FollowJointTrajectory action is served (<name>/follow_joint_trajectory), where "
                              "control_msgs is installed.", read_only=True, check=action_name_problem)

@@ -17,6 +17,7 @@ from ...reasoning import CameraView, Reasoner
 from ...cell.vision.render_worker import VisibilityAnswer, VisibilityRequest
 from ...cell.sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
+from ..common.long_requests import SERVICE_QOS
 from ..common.params import declare
 
 MIN_RENDER, MAX_RENDER = 8, 640  # px per side of visible/occluding's masks
@@ -64,7 +65,7 @@ class ReasoningNode(Node):
             "answered": self.answered, "failed": self.failed,
             "visibility_renderer": self.reasoner.visibility_renderer or "none yet (no visible/occluding query)"})
         for query in QUERIES:
-            self.create_service(Trigger, f"reasoning/{query}", self.server(query))
+            self.create_service(Trigger, f"reasoning/{query}", self.server(query), qos_profile=SERVICE_QOS)
 
     def server(self, query: str):
         def serve(request, response):

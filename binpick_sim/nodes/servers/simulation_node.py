@@ -5,8 +5,15 @@ A thin layer: entities, spawning and resets live in the core (`entities.Entities
 stepping in the physics loop. Every request runs on the physics thread between two steps; a refused
 one answers with the standard's result code and message, changes nothing and is counted on
 /diagnostics. Started by the `sim` process where `simulation_interfaces` is importable.
+
+Step requests hold no executor thread while their steps are taken (long_requests.py): StepSimulation
+answers when the loop is done, each SimulateSteps goal waits on a thread of its own. Every one can be
+ended within a step: a goal by its cancel, any of them by `world/cancel_steps`, and all of them by a
+change of simulation state (PLAYING, STOPPED, QUITTING), which answers each with how far it got.
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from geometry_msgs.msg import Accel, Twist, Vector3
@@ -22,9 +29,14 @@ from ...cell import entities as core
 from ...cell.entities import Entities, EntityError, State
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
+from ..common.long_requests import ACTION_QOS, SERVICE_QOS, Deferred, own_threads, serve_deferred
 from ..common.params import declare
 
 SCOPE_BITS = 1 | 2 | 4  # ResetSimulation's SCOPE_TIME | SCOPE_STATE | SCOPE_SPAWNED
+# s between the last feedback and the result: rclpy's ActionClient forgets a goal's feedback callback
+# when it takes the result, so a feedback it takes in the same pass after the result is dropped
+FEEDBACK_LEAD = 0.02
+CANCEL_POLL = 0.05  # s between a waiting goal's looks at its cancel (one queued behind other requests)
 
 
 def available() -> bool:
@@ -102,12 +114,17 @@ class SimulationNode(Node):
             "get_named_poses": (srv.GetNamedPoses, self.on_named_poses),
             "get_spawnables": (srv.GetSpawnables, self.on_spawnables),
         }
+        self.ended_by: str | None = None  # why the step requests in flight are being ended (physics thread)
         for service, (kind, callback) in services.items():
-            self.create_service(kind, name(service), self.counted(service, callback), callback_group=group)
+            served = self.create_service(kind, name(service), self.counted(service, callback), qos_profile=SERVICE_QOS,
+                                         callback_group=group)
+            if service == "step_simulation":
+                serve_deferred(served, self.get_logger().warning)
         self.SimulateSteps = action.SimulateSteps
         self.action_server = ActionServer(self, action.SimulateSteps, name("simulate_steps"), self.on_simulate_steps,
-                                          goal_callback=lambda _: GoalResponse.ACCEPT,
-                                          cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group)
+                                          goal_callback=self.on_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
+                                          callback_group=group, **ACTION_QOS)
+        self.goals = own_threads(self.action_server)
         self._quit_timer = None
 
     def destroy_node(self) -> None:
@@ -121,18 +138,25 @@ class SimulationNode(Node):
         message and is counted on /diagnostics."""
         def serve(request, response):
             try:
-                callback(request, response)
+                later = callback(request, response)
             except EntityError as exc:
                 specific = self.msg.SpawnResult if service.startswith("spawn") else type(response)
                 response.result.result = self.code(exc.code, specific)
                 response.result.error_message = str(exc)
-            result = getattr(response, "result", self.msg.Result(result=self.msg.Result.RESULT_OK))
-            if result.result == self.msg.Result.RESULT_OK:
-                self.served += 1
-            else:
-                self.diagnostics.reject(service, f"{result.error_message} (result code {result.result})")
+                later = None
+            if isinstance(later, Deferred):  # answered once the work is done
+                later.then(lambda answer: self.count(service, answer))
+                return later
+            self.count(service, response)
             return response
         return serve
+
+    def count(self, service: str, response) -> None:
+        result = getattr(response, "result", self.msg.Result(result=self.msg.Result.RESULT_OK))
+        if result.result == self.msg.Result.RESULT_OK:
+            self.served += 1
+        else:
+            self.diagnostics.reject(service, f"{result.error_message} (result code {result.result})")
 
     def code(self, code: str, specific=None) -> int:
         """The standard's result code for a core refusal: the service's own code of that name if it has
@@ -198,26 +222,46 @@ class SimulationNode(Node):
             if self.loop.lockstep:
                 return self.fail(response, r.STATE_TRANSITION_ERROR, "the world runs in lock-step mode "
                                  "(lockstep:=true): it moves only by the steps asked for")
-            self.stopped = False
-            self.loop.paused = False
+            self.run(self._play)
         elif target == s.STATE_PAUSED:  # from playing, or from stopped: paused at once, no step taken
             self.run(self._pause)
         elif target == s.STATE_STOPPED:
-            self.run(self._pause)
+            self.run(self._pause, "STOPPED")
             self.run(self._reset, SCOPE_BITS)
             self.stopped = True
         elif target == s.STATE_QUITTING:
-            self.run(self._pause)
+            self.run(self._pause, "QUITTING")
             self._quit_timer = self.create_timer(0.2, self._quit)  # after this answer has gone out
         else:
             return self.fail(response, r.INCORRECT_TRANSITION, f"state {target} cannot be set (settable: "
                              "STOPPED 0, PLAYING 1, PAUSED 2, QUITTING 3)")
         self.ok(response)
 
-    def _pause(self) -> None:
+    def _play(self) -> None:
+        self.end_steps("the simulation was set PLAYING")
+        self.stopped = False
+        self.loop.paused = False
+
+    def _pause(self, target: str | None = None) -> None:
+        if target:
+            self.end_steps(f"the simulation was set {target}")
         if not self.loop.lockstep:  # lock-step: paused between requests already
             self.loop.paused = True
         self.stopped = False
+
+    def end_steps(self, why: str) -> None:
+        """Physics thread: a change of state ends every step request in flight (the one being taken after
+        the step in progress, and those queued), each answered with how far it got and `why`."""
+        self.ended_by = why
+        try:
+            self.loop.cancel_steps()
+        finally:
+            self.ended_by = None
+
+    def cut_short(self, taken: int, steps: int) -> str:
+        """Why a step request ended after `taken` of its `steps` (physics thread, as it ends)."""
+        why = self.ended_by or "canceled (world/cancel_steps)"
+        return f"{why} after {taken} of {steps} steps"
 
     def _quit(self) -> None:
         import rclpy
@@ -235,13 +279,37 @@ class SimulationNode(Node):
         return None
 
     def on_step(self, request, response):
-        why = self.check_steps(request.steps)
+        """Answered when the steps are taken (or cut short), holding no thread meanwhile."""
+        steps = request.steps
+        why = self.check_steps(steps)
         if why:
             return self.fail(response, self.msg.Result.RESULT_OPERATION_FAILED, why)
-        self.loop.advance(request.steps).result()
-        self.ok(response)
+        later = Deferred()
+
+        def taken(done) -> None:  # on the thread that ended the request: physics, or the one stopping it
+            try:
+                done.result()
+            except Exception as exc:  # the loop stopped (shutdown)
+                self.fail(response, self.msg.Result.RESULT_OPERATION_FAILED, str(exc))
+            else:
+                count = getattr(done, "taken", steps)
+                if count < steps:
+                    self.fail(response, self.msg.Result.RESULT_OPERATION_FAILED, self.cut_short(count, steps))
+                else:
+                    self.ok(response)
+            later.answer(response)
+        self.loop.advance(steps).add_done_callback(taken)
+        return later
+
+    def on_goal(self, goal) -> GoalResponse:
+        if self.goals.room():
+            return GoalResponse.ACCEPT
+        self.diagnostics.reject("simulate_steps", f"{self.goals.limit} goals in flight already")
+        return GoalResponse.REJECT
 
     def on_simulate_steps(self, handle):
+        """On a thread of its own (long_requests.own_threads): one request to the loop, a feedback per step
+        from the physics thread, ended within a step by a cancel or a change of state."""
         result = self.SimulateSteps.Result()
         steps = handle.request.steps
         why = self.check_steps(steps)
@@ -250,17 +318,45 @@ class SimulationNode(Node):
             result.result.result, result.result.error_message = self.msg.Result.RESULT_OPERATION_FAILED, why
             handle.abort()
             return result
-        for done in range(1, steps + 1):
-            if handle.is_cancel_requested:
-                handle.canceled()
-                result.result.result = self.msg.Result.RESULT_OK
-                result.result.error_message = f"canceled after {done - 1} of {steps} steps"
+        progress = {"taken": 0, "why": None}
+        Feedback = self.SimulateSteps.Feedback
+
+        def stepped() -> bool:  # physics thread, after each step but the last: True ends the request
+            progress["taken"] += 1
+            handle.publish_feedback(Feedback(completed_steps=progress["taken"], remaining_steps=steps - progress["taken"]))
+            return handle.is_cancel_requested
+
+        def ended(done) -> None:  # physics thread: why it ended, read while it is known
+            progress["why"] = self.ended_by
+            if getattr(done, "taken", 0) == steps:  # the last feedback, well before the result goes out
+                handle.publish_feedback(Feedback(completed_steps=steps, remaining_steps=0))
+        done = self.loop.advance(steps, until=stepped)
+        done.add_done_callback(ended)
+        while True:
+            try:
+                done.result(timeout=CANCEL_POLL)
+                break
+            except TimeoutError:  # still queued behind other requests, or taking its steps
+                if handle.is_cancel_requested:
+                    self.loop.call(self.loop.withdraw, done)
+            except Exception as exc:  # the loop stopped (shutdown)
+                result.result.result, result.result.error_message = self.msg.Result.RESULT_OPERATION_FAILED, str(exc)
+                handle.abort()
                 return result
-            self.loop.advance(1).result()
-            handle.publish_feedback(self.SimulateSteps.Feedback(completed_steps=done, remaining_steps=steps - done))
-        handle.succeed()
-        result.result.result = self.msg.Result.RESULT_OK
-        self.served += 1
+        taken = getattr(done, "taken", steps)
+        if taken == steps:
+            time.sleep(FEEDBACK_LEAD)
+            handle.succeed()
+            result.result.result = self.msg.Result.RESULT_OK
+            self.served += 1
+        elif progress["why"] is None and handle.is_cancel_requested:
+            handle.canceled()
+            result.result.result = self.msg.Result.RESULT_OK
+            result.result.error_message = f"canceled after {taken} of {steps} steps"
+        else:
+            message = f"{progress['why'] or 'canceled (world/cancel_steps)'} after {taken} of {steps} steps"
+            handle.abort()
+            result.result.result, result.result.error_message = self.msg.Result.RESULT_OPERATION_FAILED, message
         return result
 
     def on_reset(self, request, response):

@@ -31,6 +31,7 @@ from ...cell.arm import ARM_JOINT_NAMES
 from ...control.trajectory import (GOAL_TOLERANCE_VIOLATED, PATH_TOLERANCE_VIOLATED, SUCCEEDED, BadTrajectory,
                                    Tolerances, Trajectory, TrajectoryFollower)
 from ..common import convert
+from ..common.long_requests import ACTION_QOS, own_threads
 from ..common.params import declare
 
 POLL = 0.02  # wall seconds between looks at a goal in progress
@@ -87,11 +88,12 @@ class TrajectoryActions:
         self.servers = [
             ActionServer(self.server_node, FollowJointTrajectory, f"{controller}/follow_joint_trajectory", self.follow,
                          goal_callback=self.check_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
-                         callback_group=group),
+                         callback_group=group, **ACTION_QOS),
             ActionServer(self.server_node, GripperCommand, f"{gripper_controller}/gripper_cmd", self.grip,
                          goal_callback=self.check_grip, cancel_callback=lambda _: CancelResponse.ACCEPT,
-                         callback_group=group),
+                         callback_group=group, **ACTION_QOS),
         ]
+        self.goal_threads = [own_threads(server) for server in self.servers]  # a goal holds no executor thread
 
     def destroy(self) -> None:
         for server in self.servers:

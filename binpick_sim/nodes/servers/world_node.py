@@ -19,6 +19,7 @@ from ...cell.vision.rendering import RENDERERS
 from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
+from ..common.long_requests import SERVICE_QOS
 from ..common.params import MAX_RATE, MIN_RATE, declare
 from . import planning_scene
 from .description_topics import DescriptionTopics
@@ -104,9 +105,9 @@ class WorldNode(Node):
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.clock = Clock()  # reused: /clock goes out once per physics step
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
-        self.create_service(Trigger, "world/reset", self.on_reset)
+        self.create_service(Trigger, "world/reset", self.on_reset, qos_profile=SERVICE_QOS)
         self.create_subscription(UInt32, "world/step", self.on_step, 10)
-        self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps)
+        self.create_service(Trigger, "world/cancel_steps", self.on_cancel_steps, qos_profile=SERVICE_QOS)
         self.declare_shaking()
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
         self.other_worlds = 0  # world nodes of other stacks seen in this namespace (and ROS domain)
@@ -215,7 +216,8 @@ class WorldNode(Node):
                                       on_change=lambda value, key=key: self.shake.__setitem__(key, value))
         for name in self.sim.shakers:
             self.create_service(Trigger, f"world/shake_{name}",
-                                lambda request, response, name=name: self.on_shake(name, response))
+                                lambda request, response, name=name: self.on_shake(name, response),
+                                qos_profile=SERVICE_QOS)
 
     def on_shake(self, name: str, response):
         """Start shaking a bin (the physics loop carries it out); refused while it already shakes."""
