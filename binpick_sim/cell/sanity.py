@@ -1,9 +1,11 @@
 """After a full reset: a world whose every body is finite, or an error that says it is not.
 
-A reset reloads the objects and the arm, but the ground and the bins are loaded once, at start: a
-NaN that reached one of them (a 1e300-scaled mesh used to do it through the contact solver) stayed
-after every reset, while the reset answered success. `restore` looks at every body PyBullet holds
-(base pose, base velocity, joint positions and velocities); if one is not finite it puts the fixed
+A NaN that reached the ground or a bin (a 1e300-scaled mesh used to do it through the contact solver)
+once stayed after every reset, while the reset answered success. Every reset now rebuilds the cell in
+an emptied world (`BinPickingSim.rebuild`), so a world that is not finite after one means a bug or a
+body the reset does not own; this check turns either into an answered failure, never success.
+`restore` looks at every body PyBullet holds (base pose, base velocity, joint positions and
+velocities); if one is not finite it puts the fixed
 environment (ground and bins) back at the poses the scene file gives them, at rest, and looks again.
 What is still not finite then is reported (WorldNotSane), so the reset answers failure instead of
 success. Called on the physics thread right after `BinPickingSim.reset` / `restart_episode`.
