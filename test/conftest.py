@@ -68,6 +68,19 @@ def client(ros_context, stack):
     client.close()
 
 
+def statuses(client):
+    """A function returning the newest /diagnostics values of a node, by fully qualified name."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    arrays = []
+    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
+
+    def status(node_name):
+        found = [s for a in arrays for s in a.status if s.name == node_name]
+        return {kv.key: kv.value for kv in found[-1].values} if found else {}
+    return status
+
+
 def egl_or_skip() -> str:
     """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
     from binpick_sim.cell.vision import rendering

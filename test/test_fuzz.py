@@ -10,7 +10,6 @@ import textwrap
 
 import numpy as np
 import pytest
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Float64MultiArray
@@ -18,20 +17,9 @@ from std_msgs.msg import Float64MultiArray
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.process.spawn import SimProcess
 
-from conftest import parameters
+from conftest import parameters, statuses
 
 HUGE = 1e308
-
-
-def statuses(client):
-    """A function returning the newest /diagnostics values of a node, by fully qualified name."""
-    arrays = []
-    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
-
-    def status(node_name):
-        found = [s for a in arrays for s in a.status if s.name == node_name]
-        return {kv.key: kv.value for kv in found[-1].values} if found else {}
-    return status
 
 
 def set_parameter(client, node, name, value):

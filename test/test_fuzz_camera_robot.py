@@ -8,25 +8,13 @@ import time
 
 import numpy as np
 import pytest
-from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Float64MultiArray, Int64MultiArray
 
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
-from conftest import parameters
-
-
-def statuses(client):
-    """A function returning the newest /diagnostics values of a node, by fully qualified name."""
-    arrays = []
-    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
-
-    def status(node_name):
-        found = [s for a in arrays for s in a.status if s.name == node_name]
-        return {kv.key: kv.value for kv in found[-1].values} if found else {}
-    return status
+from conftest import parameters, statuses
 
 
 def rss_mb(pid: int) -> float:
