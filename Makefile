@@ -65,7 +65,8 @@ test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
 # its own, that workspace sourced, then `colcon test` of COLCON_TESTS: the tests that start the installed
 # executables (`ros2 run/launch binpick_sim ...`, launch_test, colcon itself), where a process's
 # environment decides whether the package is found; the rest behave as under `make test`. `colcon test`
-# says 0 when tests fail, so `colcon test-result` (and a count above zero) gives the verdict.
+# says 0 when tests fail (not when pytest cannot collect them), so the verdict takes both exit codes,
+# colcon test's and `colcon test-result`'s, and at least one test that did not skip.
 COLCON_VENV  := build/colcon-venv
 COLCON_WS    := build/colcon-ws
 ROS_TOOLS    ?= ../shared/ros-tools
@@ -92,8 +93,9 @@ test-colcon: $(COLCON_STAMPS)
 	    _ROS_WHEELS_BOOTSTRAP_COMPLETE=1 && \
 	  colcon build --event-handlers console_direct- && source install/setup.bash && \
 	  { colcon test --packages-select binpick_sim --event-handlers console_direct+ --pytest-args $(COLCON_TESTS); \
-	    colcon test-result --verbose > test-result.txt; verdict=$$?; cat test-result.txt; test $$verdict -eq 0; } && \
-	  grep -q "^Summary: [1-9][0-9]* tests" test-result.txt
+	    ran=$$?; colcon test-result --verbose > test-result.txt; verdict=$$?; cat test-result.txt; \
+	    test $$ran -eq 0 && test $$verdict -eq 0; } && \
+	  $(PYTHON) -c 'import re, sys; n, s = map(int, re.search(r"^Summary: (\d+) tests.*?(\d+) skipped", open("test-result.txt").read(), re.M).groups()); sys.exit(0 if n > s else "colcon test: no test ran (%d of %d skipped)" % (s, n))'
 
 run: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.nodes.process.entry
