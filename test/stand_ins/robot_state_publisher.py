@@ -43,6 +43,7 @@ def main() -> int:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    node.destroy_node()  # before the context goes: nothing of the DDS participant is left for the GC at exit
     rclpy.try_shutdown()
     return 0
 
