@@ -95,7 +95,7 @@ test-colcon: $(COLCON_STAMPS)
 	  { colcon test --packages-select binpick_sim --event-handlers console_direct+ --pytest-args $(COLCON_TESTS); \
 	    ran=$$?; colcon test-result --verbose > test-result.txt; verdict=$$?; cat test-result.txt; \
 	    test $$ran -eq 0 && test $$verdict -eq 0; } && \
-	  $(PYTHON) -c 'import re, sys; n, s = map(int, re.search(r"^Summary: (\d+) tests.*?(\d+) skipped", open("test-result.txt").read(), re.M).groups()); sys.exit(0 if n > s else "colcon test: no test ran (%d of %d skipped)" % (s, n))'
+	  $(PYTHON) -c 'import re, sys; n, s = map(int, re.search(r"^Summary: (\d+) tests?,.*?(\d+) skipped", open("test-result.txt").read(), re.M).groups()); sys.exit(0 if n > s else "colcon test: no test ran (%d of %d skipped)" % (s, n))'
 
 run: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.nodes.process.entry
