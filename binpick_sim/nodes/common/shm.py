@@ -69,10 +69,8 @@ def bad_files(domain: int, directory: Path = SHM) -> list[Path]:
 
 def _segment_ok(path: Path) -> bool:
     """A segment Fast DDS will not hang or crash on when it has no `_el` file (module docstring)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(HEADER)
-    except OSError:
+    head = _head(path, HEADER)
+    if head is None:
         return True  # not ours to judge
     if len(head) < HEADER:
         return False
@@ -80,6 +78,15 @@ def _segment_ok(path: Path) -> bool:
     if state in (0, 1):
         return False
     return state != INITIALISED or any(head[8:])
+
+
+def _head(path: Path, size: int) -> bytes | None:
+    """The file's first `size` bytes (fewer if it is shorter), or None where it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return None
 
 
 def report(files: list[Path]) -> str:
@@ -112,10 +119,8 @@ def _held(lock: Path) -> bool:
 def _semaphore_ok(path: Path) -> bool:
     """A named semaphore as glibc lays it out: a 64-bit word (value, waiters), then the futex flag. Fast DDS
     uses it as a mutex, so its value is 0 or 1."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SEMAPHORE_SIZE)
-    except OSError:
+    head = _head(path, SEMAPHORE_SIZE)
+    if head is None:
         return True  # not ours to judge
     if len(head) < SEMAPHORE_SIZE:
         return False
