@@ -39,13 +39,25 @@ def isolate() -> None:
     """A ROS domain of this process's own (parallel runs and a user's stack are not heard) on loopback,
     and no Fast DDS profile of the user's. `BINPICK_TEST_DOMAIN_ID` picks the domain instead of the
     process id, for developers who run several suites side by side and want them apart for certain."""
-    os.environ["ROS_DOMAIN_ID"] = os.environ.get("BINPICK_TEST_DOMAIN_ID") or str(1 + os.getpid() % 100)
+    os.environ["ROS_DOMAIN_ID"] = str(domain())
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     from binpick_sim.nodes.common.dds import PROFILE_VARIABLE  # (imports no ROS)
 
     os.environ.pop(PROFILE_VARIABLE, None)  # Fast DDS as the sim sets it up
     if (Path(sys.prefix) / "share" / "ament_index").is_dir():  # the venv is the ROS wheels' ament prefix
         _prepend("AMENT_PREFIX_PATH", sys.prefix, os.environ)
+
+
+def domain() -> int:
+    """This process's ROS domain. Under pytest-xdist (`make test` runs two workers) each worker gets its own,
+    counted from the run's controller process, so two workers of one run never share one; a developer's
+    `BINPICK_TEST_DOMAIN_ID` is the base that the worker's number is added to."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... in a worker, unset otherwise
+    number = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    if os.environ.get("BINPICK_TEST_DOMAIN_ID"):
+        return int(os.environ["BINPICK_TEST_DOMAIN_ID"]) + number
+    run = os.getppid() if worker else os.getpid()
+    return 1 + (run % 50) * 4 + number % 4  # 1..200: Fast DDS's ports stay valid below domain 232
 
 
 def _installed(package: str) -> Path | None:

@@ -18,6 +18,7 @@ from binpick_sim.nodes.process.spawn import SimProcess
 from binpick_sim.paths import default_config
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("lockstep", [False, True], ids=["free", "lockstep"])
 def test_sim_serves_and_stops_cleanly(ros_context, tmp_path, sig, lockstep):
@@ -62,6 +63,7 @@ def test_demo_picks_an_object_and_saves_images(tmp_path):
         assert (tmp_path / name).stat().st_size > 10_000
 
 
+@pytest.mark.serial
 def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
     """From the moment Python has loaded its site packages (about 0.1 s) until serving."""
     for delay in (0.2, 0.6, 1.2, 2.0, 3.0, 5.0):

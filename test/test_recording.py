@@ -19,6 +19,7 @@ def recorded_topics():
     return [*DEFAULT_TOPICS, "test/latched"]  # the defaults, and a latched topic of the test's own
 
 
+@pytest.mark.serial
 def test_a_recording_reads_back_with_sim_time_stamps_and_latched_qos(stack, ros_context, tmp_path):
     from rosbags.interfaces import QosDurability
     from rosbags.rosbag2 import Reader

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pybullet_data
+import pytest
 
 from binpick_sim.cell.vision.labels import label_image
 from binpick_sim.cell.vision.render_worker import RenderWorker, capture
@@ -78,6 +79,7 @@ def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
             watcher.close()
 
 
+@pytest.mark.serial
 def test_without_the_worker_a_frame_stops_physics_while_it_renders(ros_context):
     """The reference: render_process false, each frame is rendered between two steps (age 0)."""
     from rclpy.parameter import Parameter
@@ -131,6 +133,7 @@ def test_worker_mirrors_every_arm_and_labels_each_as_robot():
         sim.close()
 
 
+@pytest.mark.serial
 def test_real_time_holds_while_the_camera_is_watched_at_640x480(ros_context, tmp_path):
     """`sim` as a user runs it (its own process, realtime_factor 1, the default 640x480 camera at 10 Hz)
     with camera/image_raw watched: the world keeps real time while the worker renders, frames keep

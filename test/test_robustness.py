@@ -165,6 +165,7 @@ def test_mistyped_keys_stop_start_up_naming_them(tmp_path, key, value):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.serial
 def test_sigterm_while_rendering_stops_within_two_seconds(ros_context, tmp_path):
     sim = SimProcess({"realtime_factor": 0.0, "camera:rate": 240.0}, log=tmp_path / "sim.log")
     watcher = SimClient("watcher", context=ros_context, topics={"camera/image_raw": TOPICS["camera/image_raw"]})

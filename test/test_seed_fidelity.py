@@ -478,6 +478,7 @@ def test_the_seed_table_gives_every_row_a_status_and_its_summary_counts_them():
         assert [int(n) for n in numbers.split(",") if n.strip()] == [int(r[0]) for r in rows if r[3] == status]
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_over_ros_the_frontend_gives_the_same_camera_observations(ros_context, tmp_path):
     import yaml

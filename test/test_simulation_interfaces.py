@@ -173,6 +173,7 @@ def test_features_list_exactly_what_is_served(running, si):
     assert "/get_entity_bounds" not in served and "/load_world" not in served
 
 
+@pytest.mark.serial
 def test_pause_step_and_play_move_clock_by_exactly_the_steps_taken(running, si):
     stack, std = running
     s, r = si.msg.SimulationState, si.msg.Result
@@ -629,6 +630,7 @@ def test_quitting_ends_the_sim_process_cleanly(ros_context, si, tmp_path):
         assert process.process.returncode == 0, (tmp_path / "sim.log").read_text()[-2000:]
 
 
+@pytest.mark.serial
 def test_readme_command_lines_work_as_written(si, tmp_path):
     """Each `ros2 service call` / `ros2 action send_goal` line of the README's section, in order, against
     a `sim` process: every one answers OK."""
