@@ -61,6 +61,29 @@ def test_intrinsics_match_the_rendered_projection(looking_down):
     assert k[1, 1] == pytest.approx(projection[1, 1] * 120 / 2)
 
 
+@pytest.mark.parametrize("size", [(64, 64), (40, 90)])
+def test_a_view_drawn_at_another_size_keeps_its_field_of_view_and_scales_k(looking_down, size):
+    """`aspect`: the 160 x 120 camera's view drawn on another grid (an observation at its own size): K is the
+    camera's scaled to the grid (fx by width, fy by height), and a marker off the axis in both directions shows
+    up where that K projects it."""
+    sim = looking_down
+    c = sim.world.client
+    point = np.array([SPOT[0] + 0.08, SPOT[1] - 0.05, 0.1])
+    marker = c.createMultiBody(0, -1, c.createVisualShape(c.GEOM_SPHERE, radius=0.02), point.tolist())
+    full = sim.camera.intrinsics()
+    width, height = size
+    small = Camera(sim.world, dataclasses.replace(sim.camera.config, width=width, height=height, aspect=160 / 120))
+    k = small.intrinsics()
+    assert (k[0, 0], k[1, 1]) == pytest.approx((full[0, 0] * width / 160, full[1, 1] * height / 120), rel=1e-12)
+    frame = small.render(segmentation=True)
+    assert frame.rgb.shape == (height, width, 3) and frame.depth.shape == (height, width)
+    rows, cols = np.nonzero(frame.segmentation == marker)
+    assert len(rows) > 10
+    position, rotation = small.optical_pose()
+    u, v, w = k @ (rotation.T @ (point - position))
+    assert (u / w, v / w) == pytest.approx((cols.mean(), rows.mean()), abs=0.35)
+
+
 def test_optical_frame_convention(looking_down):
     """camera_optical_frame: z forward (down here), and x right / y down in the image."""
     _, rotation = looking_down.camera.optical_pose()
