@@ -83,8 +83,10 @@ class CameraNode(Node):
             "far": "Far clipping plane [m], > near; depth is +inf beyond it.",
             "width": "Image width [pixels]; width x height at most 2048 x 2048.",
             "height": "Image height [pixels]; width x height at most 2048 x 2048.",
+            "aspect": "The view's width / height, 0 for width / height (square pixels); another value draws that "
+                      "view on the width x height grid (an observation at its own size; fx != fy in K).",
         }
-        bounds = ("width", "height", "fov_deg", "near", "far")
+        bounds = ("width", "height", "fov_deg", "near", "far", "aspect")
         values = {}
         for name, text in texts.items():
             default = getattr(config, name)
