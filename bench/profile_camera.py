@@ -12,9 +12,11 @@ the first line the raw getCameraImage call (with the mask: the segmented frame's
 - **rgba to rgb**: the one copy from PyBullet's RGBA array into the rgb image;
 - **depth to metres**: Camera.linearize (float64, in place; numpy);
 - **labels**: body ids to world/objects marker ids (cell/vision/labels.py: one table lookup, numpy);
-- **cloud**: back_project + pack_cloud (numpy), only for a watched camera/points;
+- **cloud**: camera.organised_cloud (back_project and pack_cloud written once into the cloud; numpy), only
+  for a watched camera/points;
 - **messages**: rgb, depth, segmentation Image, the PointCloud2 and CameraInfo (convert.py: one copy each);
-- **worker hop**: pickling and unpickling a RenderedFrame (the render worker sends frames over a socket);
+- **worker hop**: a RenderedFrame from the render worker to the node, as they send it (render_worker's
+  send_frame / receive_frame over a socket pair, the receiving end on a thread of its own);
 - **publish**: rclpy's publish of the five messages, each with a subscriber in this process (rclpy converts
   the Python message to C, a copy, then the rmw serialises it, another; neither is reachable from Python).
 
@@ -24,9 +26,13 @@ overhead inflates small calls). Figures measured on a busy machine are not worth
 from __future__ import annotations
 
 import argparse
-import pickle
+import os
+import queue
+import socket
 import statistics
+import threading
 import time
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -39,9 +45,9 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
     from rclpy.context import Context
     from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-    from binpick_sim.cell.vision.camera import back_project, pack_cloud
+    from binpick_sim.cell.vision.camera import organised_cloud
     from binpick_sim.cell.vision.labels import label_image
-    from binpick_sim.cell.vision.render_worker import RenderedFrame
+    from binpick_sim.cell.vision.render_worker import RenderedFrame, receive_frame, send_frame
     from binpick_sim.nodes.common import convert
 
     from .direct import direct_sim
@@ -57,6 +63,19 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
             for name, kind in kinds.items()]
     camera, c = sim.camera, sim.world.client
     times = {stage: [] for stage in STAGES}
+    ends = socket.socketpair()
+    sender, receiver = (Connection(end.detach()) for end in ends)
+    raw_out, raw_in = (socket.socket(fileno=os.dup(end.fileno())) for end in (sender, receiver))
+    arrived: queue.Queue = queue.Queue()
+
+    def receive() -> None:  # the node's frame thread
+        while True:
+            try:
+                arrived.put(receive_frame(raw_in, receiver.recv()))
+            except (EOFError, OSError):
+                return
+    reader = threading.Thread(target=receive, daemon=True)
+    reader.start()
 
     def one_frame() -> None:
         t0 = time.perf_counter()
@@ -72,7 +91,7 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
         labels = label_image(sim, np.asarray(seg, dtype=np.int32).reshape(height, width))
         t5 = time.perf_counter()
         k = camera.intrinsics()
-        cloud = pack_cloud(back_project(depth, k), rgb)
+        cloud = organised_cloud(depth, k, rgb)
         t6 = time.perf_counter()
         stamp = sim.world.time
         messages = {"rgb": convert.rgb_image(stamp, rgb), "depth": convert.depth_image(stamp, depth),
@@ -80,7 +99,8 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
                     "points": convert.packed_point_cloud(stamp, cloud), "info": convert.camera_info(
                         stamp, width, height, k)}
         t7 = time.perf_counter()
-        pickle.loads(pickle.dumps(RenderedFrame(stamp, rgb, depth, labels, k, cloud), protocol=pickle.HIGHEST_PROTOCOL))
+        send_frame(sender, raw_out, RenderedFrame(stamp, rgb, depth, labels, k, cloud))
+        arrived.get(timeout=60)
         t8 = time.perf_counter()
         for name, msg in messages.items():
             publishers[name].publish(msg)
@@ -110,6 +130,8 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
             pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
             report = "\n" + out.getvalue()
     finally:
+        for end in (sender, raw_out, receiver, raw_in):
+            end.close()
         node.destroy_node()
         listener.destroy_node()
         rclpy.try_shutdown(context=context)

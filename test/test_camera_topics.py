@@ -6,6 +6,7 @@ import pytest
 from sensor_msgs.msg import Image, PointCloud2
 
 from binpick_sim.cell.vision import labels
+from binpick_sim.cell.vision.camera import organised_cloud
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.common import convert
@@ -33,6 +34,11 @@ def test_cloud_is_the_depth_image_back_projected_with_nan_where_nothing_is_hit(c
         packed = cloud[..., 3].view(np.uint32)
         assert np.array_equal((packed >> 16) & 255, frame.rgb[..., 0])
         assert np.array_equal(packed & 255, frame.rgb[..., 2])
+        # what the worker and the node build, in one pass: the same bits
+        fused = organised_cloud(frame.depth, sim.camera.intrinsics(), frame.rgb)
+        assert fused.tobytes() == cloud_array(convert.point_cloud(frame.stamp, sim.camera.points(frame.depth),
+                                                                  frame.rgb)).tobytes()
+        assert cloud_array(convert.packed_point_cloud(frame.stamp, fused)).tobytes() == fused.tobytes()
     finally:
         sim.close()
 

@@ -184,13 +184,29 @@ class Camera:
         return metres
 
 
-def back_project(depth: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Depth along the optical axis to points in the optical frame through K; NaN where depth is inf."""
+def back_project(depth: np.ndarray, k: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Depth along the optical axis to points in the optical frame through K; NaN where depth is inf.
+    Written into `out` (H x W x 3 or more float32: x y z in the first three) when given."""
     height, width = depth.shape
     u = (np.arange(width, dtype=np.float32) - k[0, 2]) / k[0, 0]
     v = (np.arange(height, dtype=np.float32) - k[1, 2]) / k[1, 1]
-    z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
-    return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)
+    points = np.empty((height, width, 3), dtype=np.float32) if out is None else out
+    z = points[..., 2]
+    z[...] = depth
+    z[~np.isfinite(depth)] = np.nan
+    np.multiply(z, u[None, :], out=points[..., 0])
+    np.multiply(z, v[:, None], out=points[..., 1])
+    return points
+
+
+def organised_cloud(depth: np.ndarray, k: np.ndarray, rgb: np.ndarray) -> np.ndarray:
+    """pack_cloud(back_project(depth, k), rgb), each value written once into the cloud (no H x W x 3
+    temporaries: they were most of the cloud's cost)."""
+    height, width = depth.shape
+    points = np.empty((height, width, 4), dtype=np.float32)
+    back_project(depth, k, out=points)
+    _pack_colour(rgb, points)
+    return points
 
 
 def pack_cloud(xyz: np.ndarray, rgb: np.ndarray) -> np.ndarray:
@@ -200,6 +216,13 @@ def pack_cloud(xyz: np.ndarray, rgb: np.ndarray) -> np.ndarray:
     height, width = xyz.shape[:2]
     points = np.empty((height, width, 4), dtype=np.float32)
     points[..., :3] = xyz
-    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
-    points[..., 3] = packed.view(np.float32)
+    _pack_colour(rgb, points)
     return points
+
+
+def _pack_colour(rgb: np.ndarray, points: np.ndarray) -> None:
+    """0x00RRGGBB into the bits of points[..., 3], computed in place."""
+    packed = points[..., 3].view(np.uint32)
+    np.left_shift(rgb[..., 0], 16, out=packed, dtype=np.uint32)
+    np.bitwise_or(packed, np.left_shift(rgb[..., 1], 8, dtype=np.uint32), out=packed)
+    np.bitwise_or(packed, rgb[..., 2], out=packed, dtype=np.uint32)
