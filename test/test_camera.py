@@ -110,9 +110,22 @@ def test_mounted_camera_follows_its_link(config):
         sim.close()
 
 
-def test_segmentation_only_when_asked(looking_down):
-    assert looking_down.camera.render().segmentation is None
-    assert looking_down.camera.render(segmentation=True).segmentation.shape == (120, 160)
+def test_segmentation_only_when_asked_and_from_the_same_call(looking_down):
+    """One getCameraImage per frame, the mask from that call (flags 0), never a second pass for it; without
+    the mask PyBullet is told to leave it out."""
+    client, calls = looking_down.world.client, []
+    call = client.getCameraImage
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("flags"))
+        return call(*args, **kwargs)
+    client.getCameraImage = counted
+    try:
+        assert looking_down.camera.render().segmentation is None
+        assert looking_down.camera.render(segmentation=True).segmentation.shape == (120, 160)
+    finally:
+        del client.getCameraImage
+    assert calls == [client.ER_NO_SEGMENTATION_MASK, 0]
 
 
 def test_unknown_parent_frame_is_refused(config):
