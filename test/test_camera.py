@@ -162,6 +162,8 @@ def test_camera_is_remounted_and_refocused_at_run_time(config):
     ({"width": 2 ** 63}, "camera.width: must be from 1 to 4096"),
     ({"position": (1e308, 0.0, 0.0)}, r"camera.position\[0\]: must be from -100 to 100"),
     ({"parent": "panda_nose"}, "unknown frame 'panda_nose'"),
+    ({"aspect": 0.005}, "camera.aspect: must be 0"),
+    ({"aspect": float("inf")}, "camera.aspect: expected a finite number"),
 ])
 def test_bad_run_time_camera_changes_are_refused_and_change_nothing(sim, changes, message):
     before = sim.camera.config, sim.camera.intrinsics(), sim.camera.link_pose()[0]
