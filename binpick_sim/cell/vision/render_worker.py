@@ -20,8 +20,8 @@ script again in the child, so a plain script without an `if __name__ == "__main_
 reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
 over a socket pair with multiprocessing's Connection (pickled messages); a frame's arrays go beside the
 pickle, straight from the worker's arrays into the socket and from the socket into the node's
-(`send_frame` / `receive_frame`), not through it: in-band, each megabyte of image was copied five times
-on the way (tobytes, the pickle stream, the reader's chunks and buffer, the unpickled array).
+(`send_frame` / `receive_frame`), not through it: in band, each image was copied several times on the
+way (into the pickle stream, the reader's chunks and buffer, the unpickled array).
 """
 from __future__ import annotations
 
