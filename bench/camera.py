@@ -1,13 +1,16 @@
-"""Camera: frames per second the camera node publishes vs raw getCameraImage, the cost of turning a
-frame into messages, and per renderer (tiny, egl where it loads) and size, Camera.render beside raw
-getCameraImage with the same renderer; the image env's steps per second per renderer; and the world's
-real-time factor with the camera watched, rendered by the worker process or on the physics thread."""
+"""Camera: every figure beside raw getCameraImage with the same renderer, size and flags, measured in the same
+run: per renderer (tiny, egl where it loads) the frames per second the camera node publishes (64x64 and
+640x480, without and with segmentation) and Camera.render in process (five sizes, without and with
+segmentation); the cost of turning a frame into messages; FrankaDelta-v0's image steps per second on both
+backends beside a bare step block plus one render at the observation's size; and the world's real-time
+factor with the camera watched, rendered by the worker process or on the physics thread."""
 from __future__ import annotations
 
 import statistics
 import time
 
 from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Image
 
 from binpick_sim.cell.vision import rendering
 from binpick_sim.nodes.common import convert
@@ -18,8 +21,9 @@ from .direct import direct_sim
 from .gym import env_steps_per_second
 from .session import sim_and_client
 
-SECONDS = 6.0
-SIZES = [(640, 480), (64, 64)]
+SECONDS = 4.0
+PUBLISHED_SIZES = [(64, 64), (640, 480)]  # published rows: per renderer, each without and with segmentation
+OBSERVATION = (64, 64)  # FrankaDelta-v0's image observation
 RENDERER_SIZES = [(64, 64), (160, 120), (320, 240), (640, 480), (1024, 768)]
 
 
@@ -41,43 +45,50 @@ def frames_per_second(render, seconds: float) -> float:
     return count / (time.perf_counter() - start)
 
 
+def raw_call(sim, segmentation: bool):
+    """One bare getCameraImage of `sim`'s camera as it stands, with or without the segmentation mask: the
+    reference each camera figure is set beside."""
+    camera, c = sim.camera, sim.world.client
+    view, flags = camera.view_matrix(), 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
+    return lambda: c.getCameraImage(camera.width, camera.height, view, camera.projection, renderer=camera.renderer,
+                                    flags=flags)
+
+
 def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
-                          renderer: str = "tiny") -> tuple[float, float]:
-    """getCameraImage alone on the same scene and view; and the message conversion per frame [ms]."""
+                          renderer: str = "tiny") -> tuple[dict[bool, float], float]:
+    """getCameraImage alone on the same scene and view, without and with the segmentation mask (taking
+    turns, medians); and the message conversion per frame [ms]."""
     sim = direct_sim(width=width, height=height, renderer=renderer)
     try:
-        camera, c = sim.camera, sim.world.client
-        view = camera.view_matrix()
-        raw = frames_per_second(lambda: c.getCameraImage(width, height, view, camera.projection,
-                                                         renderer=camera.renderer, flags=c.ER_NO_SEGMENTATION_MASK),
-                                seconds)
+        samples = {False: [], True: []}
+        for _ in range(2):
+            for segmentation in samples:
+                samples[segmentation].append(frames_per_second(raw_call(sim, segmentation), seconds / 2))
+        camera = sim.camera
         frame = camera.render(segmentation=False)
         start = time.perf_counter()
         for _ in range(20):
             convert.rgb_image(frame.stamp, frame.rgb)
             convert.depth_image(frame.stamp, frame.depth)
             convert.camera_info(frame.stamp, width, height, camera.intrinsics())
-        return raw, (time.perf_counter() - start) / 20 * 1000
+        return {k: statistics.median(v) for k, v in samples.items()}, (time.perf_counter() - start) / 20 * 1000
     finally:
         sim.close()
 
 
 def renderer_figures(renderers: list[str], width: int, height: int, rounds: int = 3,
                      seconds: float = 1.0) -> list[Figure]:
-    """Per renderer: Camera.render (rgb + metric depth), and with segmentation, beside raw getCameraImage
-    with the same renderer. The renderers' sims live side by side and take turns (`rounds` of `seconds`
-    each; medians), so a busy machine's load falls on all alike."""
+    """Per renderer: Camera.render (rgb + metric depth), and with segmentation, each beside raw getCameraImage
+    with the same renderer and the same flags. The renderers' sims live side by side and take turns (`rounds`
+    of `seconds` each; medians), so a busy machine's load falls on all alike."""
     sims = {renderer: direct_sim(width=width, height=height, renderer=renderer) for renderer in renderers}
     samples: dict[tuple[str, str], list[float]] = {}
     try:
         for _ in range(rounds):
             for renderer, sim in sims.items():
-                camera, c = sim.camera, sim.world.client
-                view = camera.view_matrix()
-                runs = {"raw": lambda: c.getCameraImage(width, height, view, camera.projection,
-                                                        renderer=camera.renderer, flags=c.ER_NO_SEGMENTATION_MASK),
-                        "render": lambda: camera.render(segmentation=False),
-                        "segmented": lambda: camera.render(segmentation=True)}
+                camera = sim.camera
+                runs = {"raw": raw_call(sim, False), "render": lambda: camera.render(segmentation=False),
+                        "raw segmented": raw_call(sim, True), "segmented": lambda: camera.render(segmentation=True)}
                 for kind, run in runs.items():
                     samples.setdefault((renderer, kind), []).append(frames_per_second(run, seconds))
     finally:
@@ -85,12 +96,13 @@ def renderer_figures(renderers: list[str], width: int, height: int, rounds: int 
             sim.close()
     figures = []
     for renderer in renderers:
-        raw = statistics.median(samples[renderer, "raw"])
-        note = f"raw: getCameraImage alone, {renderer}"
-        figures += [Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth",
-                           statistics.median(samples[renderer, "render"]), "frames/s", raw, note),
+        median = {kind: statistics.median(samples[renderer, kind])
+                  for kind in ("raw", "render", "raw segmented", "segmented")}
+        figures += [Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth", median["render"],
+                           "frames/s", median["raw"], f"raw: getCameraImage alone, {renderer}"),
                     Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth + segmentation",
-                           statistics.median(samples[renderer, "segmented"]), "frames/s", raw, note)]
+                           median["segmented"], "frames/s", median["raw segmented"],
+                           f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
     return figures
 
 
@@ -111,36 +123,74 @@ def realtime_factor(renderer: str, render_process: bool, seconds: float = 10.0) 
         return (now() - sim_start) / wall, (client.counts["camera/image_raw"] - frames) / wall
 
 
-def published_frames_per_second(width: int, height: int, seconds: float = SECONDS, renderer: str = "tiny") -> float:
-    """The camera node asked for a frame every physics step, as fast as it can go."""
+SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
+
+
+def published_frames_per_second(width: int, height: int, seconds: float = SECONDS,
+                                renderer: str = "tiny") -> dict[bool, float]:
+    """The camera node asked for a frame every physics step (240 Hz), the world at real time as a user runs it:
+    rgb + depth frames/s arriving; then, with camera/segmentation/image_raw watched too, segmented frames/s
+    (one sim process). Real time, not as fast as possible: a physics thread stepping flat out takes a whole
+    core of this 2-core machine away from the renderer, and the figure then measures that contention."""
     topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
-    with sim_and_client({"realtime_factor": 0.0, "camera:rate": 240.0, "world:renderer": renderer}, topics,
+    with sim_and_client({"realtime_factor": 1.0, "camera:rate": 240.0, "world:renderer": renderer}, topics,
                         {"camera.width": width, "camera.height": height}) as (process, client):
         client.spin_for(1.0)
         first, start = client.counts["camera/image_raw"], time.perf_counter()
         client.spin_for(seconds)
-        return (client.counts["camera/image_raw"] - first) / (time.perf_counter() - start)
+        rates = {False: (client.counts["camera/image_raw"] - first) / (time.perf_counter() - start)}
+        client.watch(SEGMENTATION_TOPIC, Image)
+        client.wait_for_new(SEGMENTATION_TOPIC, 2, timeout=60)
+        first, start = client.counts[SEGMENTATION_TOPIC], time.perf_counter()
+        client.spin_for(seconds)
+        rates[True] = (client.counts[SEGMENTATION_TOPIC] - first) / (time.perf_counter() - start)
+        return rates
+
+
+def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
+    """FrankaDelta-v0's image step done bare: one block of steps_per_action stepSimulation and one
+    getCameraImage of its observation camera (the default camera's view at 64 x 64), same scene."""
+    width, height = OBSERVATION
+    sim = direct_sim(width=width, height=height, aspect=640 / 480, renderer=renderer)
+    try:
+        c, block, render = sim.world.client, sim.config.task.steps_per_action, raw_call(sim, False)
+
+        def step():
+            for _ in range(block):
+                c.stepSimulation()
+            render()
+        step()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return steps / (time.perf_counter() - start)
+    finally:
+        sim.close()
 
 
 def measure() -> list[Figure]:
     figures = []
-    for width, height in SIZES:
-        raw, conversion_ms = raw_frames_per_second(width, height)
-        published = published_frames_per_second(width, height)
-        figures.append(Figure("camera", f"{width}x{height} rgb + depth published", published, "frames/s", raw,
-                              "raw: getCameraImage alone"))
-        figures.append(Figure("camera", f"{width}x{height} frame to Image/CameraInfo messages", conversion_ms, "ms"))
     available = renderers()
+    for renderer in available:
+        for width, height in PUBLISHED_SIZES:
+            raw, conversion_ms = raw_frames_per_second(width, height, renderer=renderer)
+            published = published_frames_per_second(width, height, renderer=renderer)
+            figures += [Figure("camera", f"{renderer} {width}x{height} rgb + depth published", published[False],
+                               "frames/s", raw[False], f"raw: getCameraImage alone, {renderer}"),
+                        Figure("camera", f"{renderer} {width}x{height} rgb + depth + segmentation published",
+                               published[True], "frames/s", raw[True],
+                               f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
+            if renderer == "tiny":
+                figures.append(Figure("camera", f"{width}x{height} frame to Image/CameraInfo messages",
+                                      conversion_ms, "ms"))
     for width, height in RENDERER_SIZES:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:
-        raw, _ = raw_frames_per_second(640, 480, renderer=renderer)
-        figures.append(Figure("camera", f"{renderer} 640x480 rgb + depth published", published_frames_per_second(
-            640, 480, renderer=renderer), "frames/s", raw, f"raw: getCameraImage alone, {renderer}"))
-    for renderer in available:
-        rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", "direct", "image", renderer=renderer)
-        figures.append(Figure("camera", f"FrankaDelta-v0 direct, image, {renderer}", rate, "steps/s", None,
-                              "camera 640x480"))
+        for backend in ("direct", "ros"):
+            rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", backend, "image", renderer=renderer)
+            raw = raw_env_steps_per_second(renderer)
+            figures.append(Figure("camera", f"FrankaDelta-v0 {backend}, image 64x64, {renderer}", rate, "steps/s",
+                                  raw, "raw: 24 stepSimulation + one getCameraImage at 64x64, same view"))
     for renderer in available:
         for render_process, where in ((True, "render worker"), (False, "rendered on the physics thread")):
             factor, rate = realtime_factor(renderer, render_process)

@@ -65,6 +65,7 @@ BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
     ("CameraConfig", "fov_deg"): (1.0, 170.0),
     ("CameraConfig", "near"): (0.001, 100.0),
     ("CameraConfig", "far"): (0.01, 1000.0),
+    ("CameraConfig", "aspect"): (0.0, 100.0),
     ("TaskConfig", "grabs_to_terminate"): (1, MAX_OBJECTS),
     ("TaskConfig", "collision_threshold"): (0.0, 1.0),
     ("TaskConfig", "steps_per_action"): (1, 100_000),
@@ -180,6 +181,9 @@ class CameraConfig:
     fov_deg: float = 60.0
     near: float = 0.1  # m; see README "Renderers" for depth precision against near
     far: float = 3.0
+    # The view's width / height (PyBullet's `aspect`); 0: width / height, square pixels. Another value draws
+    # that view on a width x height grid, e.g. a 4:3 camera's view as a 64 x 64 observation (fx != fy in K).
+    aspect: float = 0.0
 
     def __post_init__(self):
         _check(self.width > 0, "width", "must be > 0 pixels")
@@ -192,6 +196,13 @@ class CameraConfig:
         _check(0 < self.fov_deg < 180, "fov_deg", "must be in (0, 180) degrees")
         _check(self.near > 0, "near", "must be > 0 m")
         _check(self.far > self.near, "far", "must be > near")
+        _check(self.aspect == 0 or 0.01 <= self.aspect <= 100, "aspect",
+               "must be 0 (width / height) or a view width / height from 0.01 to 100")
+
+    @property
+    def view_aspect(self) -> float:
+        """The view's width / height: `aspect`, or the image's where that is 0."""
+        return self.aspect or self.width / self.height
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,29 @@ def test_intrinsics_match_the_rendered_projection(looking_down):
     assert k[1, 1] == pytest.approx(projection[1, 1] * 120 / 2)
 
 
+@pytest.mark.parametrize("size", [(64, 64), (40, 90)])
+def test_a_view_drawn_at_another_size_keeps_its_field_of_view_and_scales_k(looking_down, size):
+    """`aspect`: the 160 x 120 camera's view drawn on another grid (an observation at its own size): K is the
+    camera's scaled to the grid (fx by width, fy by height), and a marker off the axis in both directions shows
+    up where that K projects it."""
+    sim = looking_down
+    c = sim.world.client
+    point = np.array([SPOT[0] + 0.08, SPOT[1] - 0.05, 0.1])
+    marker = c.createMultiBody(0, -1, c.createVisualShape(c.GEOM_SPHERE, radius=0.02), point.tolist())
+    full = sim.camera.intrinsics()
+    width, height = size
+    small = Camera(sim.world, dataclasses.replace(sim.camera.config, width=width, height=height, aspect=160 / 120))
+    k = small.intrinsics()
+    assert (k[0, 0], k[1, 1]) == pytest.approx((full[0, 0] * width / 160, full[1, 1] * height / 120), rel=1e-12)
+    frame = small.render(segmentation=True)
+    assert frame.rgb.shape == (height, width, 3) and frame.depth.shape == (height, width)
+    rows, cols = np.nonzero(frame.segmentation == marker)
+    assert len(rows) > 10
+    position, rotation = small.optical_pose()
+    u, v, w = k @ (rotation.T @ (point - position))
+    assert (u / w, v / w) == pytest.approx((cols.mean(), rows.mean()), abs=0.35)
+
+
 def test_optical_frame_convention(looking_down):
     """camera_optical_frame: z forward (down here), and x right / y down in the image."""
     _, rotation = looking_down.camera.optical_pose()
@@ -87,9 +110,22 @@ def test_mounted_camera_follows_its_link(config):
         sim.close()
 
 
-def test_segmentation_only_when_asked(looking_down):
-    assert looking_down.camera.render().segmentation is None
-    assert looking_down.camera.render(segmentation=True).segmentation.shape == (120, 160)
+def test_segmentation_only_when_asked_and_from_the_same_call(looking_down):
+    """One getCameraImage per frame, the mask from that call (flags 0), never a second pass for it; without
+    the mask PyBullet is told to leave it out."""
+    client, calls = looking_down.world.client, []
+    call = client.getCameraImage
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("flags"))
+        return call(*args, **kwargs)
+    client.getCameraImage = counted
+    try:
+        assert looking_down.camera.render().segmentation is None
+        assert looking_down.camera.render(segmentation=True).segmentation.shape == (120, 160)
+    finally:
+        del client.getCameraImage
+    assert calls == [client.ER_NO_SEGMENTATION_MASK, 0]
 
 
 def test_unknown_parent_frame_is_refused(config):
@@ -126,6 +162,8 @@ def test_camera_is_remounted_and_refocused_at_run_time(config):
     ({"width": 2 ** 63}, "camera.width: must be from 1 to 4096"),
     ({"position": (1e308, 0.0, 0.0)}, r"camera.position\[0\]: must be from -100 to 100"),
     ({"parent": "panda_nose"}, "unknown frame 'panda_nose'"),
+    ({"aspect": 0.005}, "camera.aspect: must be 0"),
+    ({"aspect": float("inf")}, "camera.aspect: expected a finite number"),
 ])
 def test_bad_run_time_camera_changes_are_refused_and_change_nothing(sim, changes, message):
     before = sim.camera.config, sim.camera.intrinsics(), sim.camera.link_pose()[0]

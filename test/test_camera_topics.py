@@ -2,9 +2,11 @@
 import dataclasses
 
 import numpy as np
+import pytest
 from sensor_msgs.msg import Image, PointCloud2
 
 from binpick_sim.cell.vision import labels
+from binpick_sim.cell.vision.camera import organised_cloud
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.common import convert
@@ -32,8 +34,36 @@ def test_cloud_is_the_depth_image_back_projected_with_nan_where_nothing_is_hit(c
         packed = cloud[..., 3].view(np.uint32)
         assert np.array_equal((packed >> 16) & 255, frame.rgb[..., 0])
         assert np.array_equal(packed & 255, frame.rgb[..., 2])
+        # what the worker and the node build, in one pass: the same bits
+        fused = organised_cloud(frame.depth, sim.camera.intrinsics(), frame.rgb)
+        assert fused.tobytes() == cloud_array(convert.point_cloud(frame.stamp, sim.camera.points(frame.depth),
+                                                                  frame.rgb)).tobytes()
+        assert cloud_array(convert.packed_point_cloud(frame.stamp, fused)).tobytes() == fused.tobytes()
     finally:
         sim.close()
+
+
+def test_image_messages_are_what_cv_bridge_builds_and_reads_back():
+    """convert.image builds rgb8 / 32FC1 / 32SC1 messages with one copy (no cv_bridge): field for field what
+    cv_bridge's cv2_to_imgmsg made, read back by cv_bridge unchanged; from a strided view too; a wrong array
+    is refused."""
+    from cv_bridge import CvBridge
+
+    bridge, rng = CvBridge(), np.random.default_rng(3)
+    rgba = rng.integers(0, 256, (6, 5, 4), dtype=np.uint8)
+    arrays = {"rgb8": rgba[:, :, :3], "32FC1": rng.random((6, 5), dtype=np.float32),
+              "32SC1": rng.integers(-3, 40, (6, 5), dtype=np.int32)}
+    for encoding, pixels in arrays.items():
+        msg = convert.image(2.5, pixels, encoding, "cam")
+        expected = bridge.cv2_to_imgmsg(np.ascontiguousarray(pixels), encoding=encoding)
+        for field in ("height", "width", "encoding", "is_bigendian", "step", "data"):
+            assert getattr(msg, field) == getattr(expected, field), (encoding, field)
+        assert msg.header.frame_id == "cam" and convert.to_seconds(msg.header.stamp) == 2.5
+        assert np.array_equal(bridge.imgmsg_to_cv2(msg), pixels)
+    for wrong, encoding in [(arrays["32FC1"], "rgb8"), (arrays["rgb8"].astype(np.float32), "rgb8"),
+                            (arrays["32SC1"], "32FC1")]:
+        with pytest.raises(ValueError, match=f"{encoding} needs"):
+            convert.image(0.0, wrong, encoding)
 
 
 def test_points_and_segmentation_topics_only_while_subscribed(ros_context, stack, client):

@@ -1,4 +1,5 @@
 """The Gymnasium envs: registered, pass the env checker, and behave the same on both backends."""
+import dataclasses
 import warnings
 
 import gymnasium as gym
@@ -88,6 +89,44 @@ def test_same_seed_and_actions_give_the_same_episode_on_both_backends(env_id, ob
                 assert np.abs(a[key].astype(int) - b[key]).max() <= 1
             else:
                 assert np.array_equal(a[key], b[key]), key
+
+
+def test_delta_image_observations_are_the_camera_drawn_at_their_size():
+    """FrankaDelta-v0's 64 x 64 rgb is the configured camera (64 x 48 here) drawn at 64 x 64: the backend's
+    camera renders at that size (no larger frame shrunk), with the configured view (aspect 4:3) and K scaled
+    per axis; the picture agrees with the configured camera's own larger render shrunk to 64 x 64, and a
+    square view of the same fov (what drawing at 64 x 64 without `aspect` would show) does not."""
+    import cv2
+
+    from binpick_sim.cell.vision.camera import Camera
+
+    env = make("binpick_sim/FrankaDelta-v0")
+    try:
+        observation, _ = env.reset(seed=3)
+        observation, *_ = env.step(np.array([0.5, 0.0, -0.5, 0.0, 1.0], np.float32))
+        sim, configured = env.unwrapped.backend.sim, env.unwrapped.config.camera
+        assert (configured.width, configured.height) == SMALL_CAMERA
+        camera = sim.camera
+        assert (camera.width, camera.height, camera.config.view_aspect) == (64, 64, 64 / 48)
+        assert observation["rgb"].shape == (64, 64, 3)
+        assert np.array_equal(observation["rgb"], camera.render().rgb)
+        k, fy = camera.intrinsics(), 24 / np.tan(np.radians(configured.fov_deg) / 2)  # the 64 x 48 camera's f
+        assert (k[0, 0], k[1, 1]) == pytest.approx((fy * 64 / 64, fy * 64 / 48))
+        big = Camera(sim.world, dataclasses.replace(configured, width=256, height=192)).render().rgb
+        shrunk = cv2.resize(big, (64, 64), interpolation=cv2.INTER_AREA).astype(float)
+        square = Camera(sim.world, dataclasses.replace(configured, width=64, height=64)).render().rgb
+        near = np.abs(observation["rgb"] - shrunk).mean()
+        assert near < 8 and np.abs(square - shrunk).mean() > 2 * near
+        # the seed's recompute with a new image size: the view takes its shape, the observation keeps its size
+        drawn = camera.config
+        env.unwrapped.recompute_view_and_projection_matrix([0.5, 0.6, 0.5], [0.5, 0.0, 0.0], 50.0, 0.05, 2.0,
+                                                           render_width=40, render_height=20)
+        assert (camera.width, camera.height, camera.config.view_aspect) == (64, 64, 2.0)
+        assert env.step(np.zeros(5, np.float32))[0]["rgb"].shape == (64, 64, 3)
+        env.reset(seed=3)
+        assert camera.config == drawn
+    finally:
+        env.close()
 
 
 def test_the_direct_backend_reads_the_objects_when_asked_as_the_step_left_them():

@@ -63,18 +63,19 @@ def test_render_returns_the_camera_frame_and_passes_gymnasiums_render_check(env_
 @pytest.mark.parametrize("backend", ["direct", pytest.param("ros", marks=pytest.mark.slow)])
 def test_render_depth_gives_rgb_and_depth_as_the_seeds_get_depth_data(backend):
     """`render(get_depth_data=True)`: the seed's (rgb, depth); `render()` with `render_depth=True`: one
-    rgb frame with the depth image beside it (what RecordVideo records), passing Gymnasium's check."""
+    rgb frame with the depth image beside it (what RecordVideo records), passing Gymnasium's check. FrankaDelta's
+    image observations draw the camera at their 64 x 64 (README "Gym envs"): its frames are those."""
     env = make("binpick_sim/FrankaDelta-v0", backend, render_mode="rgb_array", render_depth=True)
     try:
         observation, _ = env.reset(seed=2)
         rgb, depth = env.unwrapped.render(get_depth_data=True)
-        assert rgb.shape == (48, 64, 3) and rgb.dtype == np.uint8
-        assert depth.shape == (48, 64) and depth.dtype == np.float32
+        assert rgb.shape == (64, 64, 3) and rgb.dtype == np.uint8 and np.array_equal(rgb, observation["rgb"])
+        assert depth.shape == (64, 64) and depth.dtype == np.float32
         assert np.all(np.isfinite(depth)) and 0.1 < depth.min() <= depth.max() <= 3.0  # metres
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             frame = env_render_passive_checker(env.unwrapped)
-        assert frame.shape == (48, 128, 3) and frame.dtype == np.uint8
+        assert frame.shape == (64, 128, 3) and frame.dtype == np.uint8
         assert np.array_equal(frame[:, :64], rgb)
         grey = frame[:, 64:, 0].astype(float)
         camera = env.unwrapped.config.camera

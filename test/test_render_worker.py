@@ -47,6 +47,39 @@ def test_worker_renders_the_state_it_was_sent(config, renderer):
     assert not worker.process.is_alive()
 
 
+def test_a_frame_travels_with_its_arrays_beside_the_pickle():
+    """send_frame / receive_frame over a socket pair, as worker and node use it: the arrays arrive equal
+    (dtypes, shapes, a strided one in band), not in the pickle, and the next plain message still reads."""
+    import os
+    import socket
+    from multiprocessing.connection import Connection
+
+    from binpick_sim.cell.vision.render_worker import OutOfBand, RenderedFrame, receive_frame, send_frame
+
+    rng = np.random.default_rng(0)
+    frame = RenderedFrame(1.5, rng.integers(0, 256, (48, 64, 3), dtype=np.uint8),
+                          rng.random((48, 64), dtype=np.float32), rng.integers(-3, 9, (48, 64), dtype=np.int32),
+                          np.eye(3), rng.random((48, 64, 4), dtype=np.float32)[:, ::2])
+    a, b = socket.socketpair()
+    sender, receiver = Connection(a.detach()), Connection(b.detach())
+    raw_out, raw_in = (socket.socket(fileno=os.dup(c.fileno())) for c in (sender, receiver))
+    try:
+        send_frame(sender, raw_out, frame)
+        sender.send("next")
+        announced = receiver.recv()
+        assert isinstance(announced, OutOfBand)
+        assert 48 * 32 * 16 < len(announced.pickled) < 48 * 32 * 16 + 2000  # only the strided cloud in band
+        assert announced.sizes == (48 * 64 * 3, 48 * 64 * 4, 48 * 64 * 4, 9 * 8)
+        got = receive_frame(raw_in, announced)
+        for name in ("rgb", "depth", "labels", "k", "cloud"):
+            sent, arrived = getattr(frame, name), getattr(got, name)
+            assert arrived.dtype == sent.dtype and np.array_equal(arrived, sent), name
+        assert got.stamp == 1.5 and receiver.recv() == "next"
+    finally:
+        for end in (sender, receiver, raw_out, raw_in):
+            end.close()
+
+
 def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
     """A frame big enough to take TinyRenderer seconds: while the worker draws it, the world keeps stepping,
     so the frame goes out stamped with the (older) sim time of the state it shows. Rendered on the physics

@@ -115,7 +115,8 @@ class FrankaEnv(gym.Env):
         options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters)) if v is not None}
         # Made at the first reset: a vector env builds one env in the parent process just to read its
         # spaces, and a DDS participant in a parent that then forks would hang the children.
-        self._make_backend = lambda: make_backend(backend, config, images, gui=render_mode == "human", **options)
+        rendered = self._rendered(config)  # the camera as drawn: at the observation's size (FrankaDeltaEnv)
+        self._make_backend = lambda: make_backend(backend, rendered, images, gui=render_mode == "human", **options)
         self._backend_args = (backend, images, render_mode == "human", options)  # load_scene's
         self._scene_base = config  # the scene file as given (with camera_size / renderer): load_scene's start
         self._backend = None
@@ -151,6 +152,15 @@ class FrankaEnv(gym.Env):
         self.spec = state["spec"]
 
     # --- what differs between the envs --------------------------------------------------------
+    def _rendered(self, config):
+        """The scene file as the backend runs it: as given, but for an env whose image observation has a
+        size of its own (FrankaDeltaEnv)."""
+        return config
+
+    def _camera_changes(self, changes: dict) -> dict:
+        """recompute_view_and_projection_matrix's camera changes as the backend's camera takes them."""
+        return changes
+
     def _action_space(self) -> spaces.Box:
         return spaces.Box(self.joint_low.astype(np.float32), self.joint_high.astype(np.float32), dtype=np.float32)
 
@@ -317,7 +327,8 @@ class FrankaEnv(gym.Env):
         name, images, gui, options = self._backend_args
         self.close()
         self.config, self.scene_mode = config, mode
-        self._make_backend = lambda: make_backend(name, config, images, gui=gui, **options)
+        rendered = self._rendered(config)
+        self._make_backend = lambda: make_backend(name, rendered, images, gui=gui, **options)
         self.last = None
 
     def recompute_view_and_projection_matrix(self, eye_position, target_position, fov, near_plane, far_plane,
@@ -347,7 +358,7 @@ class FrankaEnv(gym.Env):
             changes["width"] = int(render_width)
         if render_height is not None:
             changes["height"] = int(render_height)
-        self.backend.set_camera(changes)
+        self.backend.set_camera(self._camera_changes(changes))
 
 
 class FrankaPositionEnv(FrankaEnv):
@@ -382,7 +393,8 @@ class FrankaVelocityEnv(FrankaEnv):
 
 class FrankaDeltaEnv(FrankaEnv):
     """Seed Franka2: [dx, dy, dz, da, open/close] in [-1, 1], scaled by `dv` [m] and `da` [rad];
-    observes the gripper position, a downsampled rgb image and whether the gripper is open."""
+    observes the gripper position, an rgb image at downsample_height x _width (the camera drawn at that size)
+    and whether the gripper is open."""
 
     command = "delta"
 
@@ -411,11 +423,39 @@ class FrankaDeltaEnv(FrankaEnv):
                             "rgb": spaces.Box(0, 255, (*self.downsample, 3), np.uint8),
                             "gripper_open": spaces.Discrete(2)})
 
+    def _rendered(self, config):
+        """Image observations: the camera drawn at the observation's size (downsample_width x _height) rather
+        than drawn at its own and shrunk: the same view (`CameraConfig.aspect` keeps the camera's field of
+        view, so a 4:3 camera's view fills a square observation as the shrunk image did) and K scaled to that
+        size; the renderer draws a tenth of the pixels or fewer. Both backends run this camera, so over ROS
+        the lock-step frame itself comes at the observation's size, and `render()` shows it too."""
+        if self.observation_mode != "image":
+            return config
+        height, width = self.downsample
+        camera = dataclasses.replace(config.camera, width=width, height=height, aspect=config.camera.view_aspect)
+        return dataclasses.replace(config, camera=camera)
+
+    def _camera_changes(self, changes: dict) -> dict:
+        """A new image size asked for (render_width / render_height) becomes the view's shape: the observation
+        keeps its size."""
+        if self.observation_mode != "image":
+            return changes
+        changes = dict(changes)
+        width = changes.get("width", self.config.camera.width)
+        height = changes.get("height", self.config.camera.height)
+        if ("width" in changes or "height" in changes) and width > 0 and height > 0:  # else refused as they are
+            changes.pop("width", None)
+            changes.pop("height", None)
+            changes["aspect"] = width / height
+        return changes
+
     def _observation(self, obs: Observation) -> dict:
         if self.observation_mode != "image":
             return super()._observation(obs)
-        import cv2  # here: OpenCV costs a state env ~22 MB it never uses
-
         height, width = self.downsample
-        rgb = cv2.resize(obs.rgb, (width, height), interpolation=cv2.INTER_AREA)
+        rgb = obs.rgb
+        if rgb.shape[:2] != (height, width):  # the backend's camera resized by hand (backend.set_camera)
+            import cv2  # here: OpenCV costs a state env ~22 MB it never uses
+
+            rgb = cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA)
         return {"ee_position": obs.ee_position.astype(np.float32), "rgb": rgb, "gripper_open": int(self.gripper_open)}

@@ -16,6 +16,7 @@ from .rendering import upsampling_problem
 from ..world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
+_IN_FLOAT64 = (np.float64, np.float64, np.bool_)  # a float32 buffer compared with FAR_BUFFER as float64, not float32
 # camera_link -> camera_optical_frame, the standard rpy (-pi/2, 0, -pi/2) as a rotation matrix
 LINK_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
@@ -64,8 +65,8 @@ class Camera:
         offset_quat = c.getQuaternionFromEuler(np.radians(config.orientation_deg))
         self.offset_position = np.array(config.position, dtype=float)
         self.offset_rotation = np.array(c.getMatrixFromQuaternion(offset_quat)).reshape(3, 3)
-        self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.width / config.height,
-                                                       config.near, config.far)
+        # the view's aspect, not the grid's: a camera drawn at another size (`aspect`) keeps its field of view
+        self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.view_aspect, config.near, config.far)
         self.renderer = self.world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
         self.config = config
 
@@ -136,24 +137,32 @@ class Camera:
 
         The principal point depends on the renderer: OpenGL puts the optical axis at (w/2 - 0.5, h/2 - 0.5);
         TinyRenderer samples pixels at integer screen coordinates and flips rows, which moves it to
-        (w/2, h/2 - 1). The camera test measures this against rendered markers.
+        (w/2, h/2 - 1). The camera test measures this against rendered markers. fx = fy unless the config's
+        `aspect` draws a view of another shape on this grid (an observation at its own size): then
+        fx = fy * (width / height) / aspect, the configured camera's K scaled to this size.
         """
         fy = (self.height / 2) / np.tan(np.radians(self.config.fov_deg) / 2)
+        fx = fy * (self.width / self.height) / self.config.view_aspect
         if not self.world.renderer.opengl:
             cx, cy = self.width / 2, self.height / 2 - 1
         else:
             cx, cy = self.width / 2 - 0.5, self.height / 2 - 0.5
-        return np.array([[fy, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+        return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
 
     def render(self, segmentation: bool = False) -> Frame:
-        """One frame; the segmentation mask only when asked (EGL draws the scene a second time for it)."""
+        """One frame from one getCameraImage call, the segmentation mask from the same call when asked (flags 0:
+        PyBullet's body id per pixel; otherwise ER_NO_SEGMENTATION_MASK). TinyRenderer fills the mask in the
+        same raster pass, so it costs a copy; EGL draws the scene a second time for it inside that call
+        (eglRendererVisualShapeConverter, PyBullet 3.2.7), which no flag avoids. PyBullet here is built with
+        numpy, so the buffers come back as arrays: rgb is one copy of the RGBA buffer, depth one conversion."""
         c = self.world.client
         flags = 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
         _, _, rgba, depth_buffer, seg = c.getCameraImage(
             self.width, self.height, self.view_matrix(), self.projection, renderer=self.renderer, flags=flags)
-        rgba = np.asarray(rgba, dtype=np.uint8).reshape(self.height, self.width, 4)
-        depth = self.linearize(np.asarray(depth_buffer, dtype=np.float64).reshape(self.height, self.width))
-        seg = np.asarray(seg, dtype=np.int32).reshape(self.height, self.width) if segmentation else None
+        shape = (self.height, self.width)
+        rgba = np.asarray(rgba, dtype=np.uint8).reshape(*shape, 4)
+        depth = self.linearize(np.asarray(depth_buffer, dtype=np.float32).reshape(shape))
+        seg = np.asarray(seg, dtype=np.int32).reshape(shape) if segmentation else None
         return Frame(rgb=np.ascontiguousarray(rgba[:, :, :3]), depth=depth, segmentation=seg, stamp=self.world.time)
 
     def points(self, depth: np.ndarray) -> np.ndarray:
@@ -161,20 +170,43 @@ class Camera:
         return back_project(depth, self.intrinsics())
 
     def linearize(self, depth_buffer: np.ndarray) -> np.ndarray:
-        """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf."""
+        """OpenGL depth buffer [0, 1] to metres along the optical axis; the far plane becomes +inf.
+
+        far * near / (far - (far - near) * d) in float64 (the buffer's 24 bits need it near the far plane),
+        computed in one float64 array in place and rounded once to float32: the same bits as the plain
+        expression, without its three temporaries."""
         near, far = self.config.near, self.config.far
-        depth = far * near / (far - (far - near) * depth_buffer)
-        depth[depth_buffer >= FAR_BUFFER] = np.inf
-        return depth.astype(np.float32)
+        depth = np.multiply(depth_buffer, far - near, dtype=np.float64)
+        np.subtract(far, depth, out=depth)
+        np.divide(far * near, depth, out=depth)
+        metres = depth.astype(np.float32)
+        metres[np.greater_equal(depth_buffer, FAR_BUFFER, signature=_IN_FLOAT64)] = np.inf  # compared in float64
+        return metres
 
 
-def back_project(depth: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Depth along the optical axis to points in the optical frame through K; NaN where depth is inf."""
+def back_project(depth: np.ndarray, k: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Depth along the optical axis to points in the optical frame through K; NaN where depth is inf.
+    Written into `out` (H x W x 3 or more float32: x y z in the first three) when given."""
     height, width = depth.shape
     u = (np.arange(width, dtype=np.float32) - k[0, 2]) / k[0, 0]
     v = (np.arange(height, dtype=np.float32) - k[1, 2]) / k[1, 1]
-    z = np.where(np.isfinite(depth), depth, np.nan).astype(np.float32)
-    return np.stack([z * u[None, :], z * v[:, None], z], axis=-1)
+    points = np.empty((height, width, 3), dtype=np.float32) if out is None else out
+    z = points[..., 2]
+    z[...] = depth
+    z[~np.isfinite(depth)] = np.nan
+    np.multiply(z, u[None, :], out=points[..., 0])
+    np.multiply(z, v[:, None], out=points[..., 1])
+    return points
+
+
+def organised_cloud(depth: np.ndarray, k: np.ndarray, rgb: np.ndarray) -> np.ndarray:
+    """pack_cloud(back_project(depth, k), rgb), each value written once into the cloud (no H x W x 3
+    temporaries: they were most of the cloud's cost)."""
+    height, width = depth.shape
+    points = np.empty((height, width, 4), dtype=np.float32)
+    back_project(depth, k, out=points)
+    _pack_colour(rgb, points)
+    return points
 
 
 def pack_cloud(xyz: np.ndarray, rgb: np.ndarray) -> np.ndarray:
@@ -184,6 +216,13 @@ def pack_cloud(xyz: np.ndarray, rgb: np.ndarray) -> np.ndarray:
     height, width = xyz.shape[:2]
     points = np.empty((height, width, 4), dtype=np.float32)
     points[..., :3] = xyz
-    packed = (rgb[..., 0].astype(np.uint32) << 16) | (rgb[..., 1].astype(np.uint32) << 8) | rgb[..., 2]
-    points[..., 3] = packed.view(np.float32)
+    _pack_colour(rgb, points)
     return points
+
+
+def _pack_colour(rgb: np.ndarray, points: np.ndarray) -> None:
+    """0x00RRGGBB into the bits of points[..., 3], computed in place."""
+    packed = points[..., 3].view(np.uint32)
+    np.left_shift(rgb[..., 0], 16, out=packed, dtype=np.uint32)
+    np.bitwise_or(packed, np.left_shift(rgb[..., 1], 8, dtype=np.uint32), out=packed)
+    np.bitwise_or(packed, rgb[..., 2], out=packed, dtype=np.uint32)

@@ -18,12 +18,16 @@ The worker is a fresh Python (`python -m binpick_sim.cell.vision.render_worker`)
 with DDS threads must not fork), and not multiprocessing's spawn either: spawn runs the parent's main
 script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
 reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
-over a socket pair with multiprocessing's Connection (pickled messages).
+over a socket pair with multiprocessing's Connection (pickled messages); a frame's arrays go beside the
+pickle, straight from the worker's arrays into the socket and from the socket into the node's
+(`send_frame` / `receive_frame`), not through it: in band, each image was copied several times on the
+way (into the pickle stream, the reader's chunks and buffer, the unpickled array).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -33,7 +37,7 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from ...config import CameraConfig, Config, config_from_dict, config_to_dict
-from .camera import back_project, pack_cloud
+from .camera import organised_cloud
 from .rendering import spelled
 from .visibility import View, object_visibility
 
@@ -59,6 +63,42 @@ class RenderedFrame:
     labels: np.ndarray | None  # segmentation as cell/labels.py ids (the worker's body ids mean nothing here)
     k: np.ndarray  # the intrinsics of the camera as it was for this frame
     cloud: np.ndarray | None = None  # H x W x 4 float32, camera.pack_cloud's layout; None unless asked
+
+
+@dataclass(frozen=True)
+class OutOfBand:
+    """Announces a frame whose arrays follow on the socket as raw bytes: the pickle of the frame (protocol 5,
+    its arrays left out) and each array's size in bytes, in order."""
+
+    pickled: bytes
+    sizes: tuple[int, ...]
+
+
+def send_frame(connection: Connection, sock: socket.socket, frame) -> None:
+    """`frame` with its C-contiguous arrays out of band: the announcement through `connection`, then each
+    array's memory written to the socket as it is (no copy in this process)."""
+    buffers: list[pickle.PickleBuffer] = []
+    pickled = pickle.dumps(frame, protocol=5, buffer_callback=buffers.append)
+    views = [buffer.raw() for buffer in buffers]
+    connection.send(OutOfBand(pickled, tuple(view.nbytes for view in views)))
+    for view in views:
+        sock.sendall(view)
+
+
+def receive_frame(sock: socket.socket, announced: OutOfBand):
+    """The frame `announced`: each array read from the socket straight into its own memory (one copy, from
+    the kernel), then the pickle loaded around them. EOFError if the sender stopped halfway."""
+    buffers = []
+    for size in announced.sizes:
+        buffer = np.empty(size, dtype=np.uint8)  # not zeroed: every byte is read into it
+        view, got = memoryview(buffer), 0
+        while got < size:
+            n = sock.recv_into(view[got:])
+            if n == 0:
+                raise EOFError("the render worker stopped while sending a frame")
+            got += n
+        buffers.append(buffer)
+    return pickle.loads(announced.pickled, buffers=buffers)
 
 
 class WorkerGone(RuntimeError):
@@ -108,6 +148,7 @@ class RenderWorker:
             config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
         ours, theirs = socket.socketpair()
         self.connection = Connection(ours.detach())
+        self.sock = socket.socket(fileno=os.dup(self.connection.fileno()))  # the same socket, for raw arrays
         try:
             self.process = WorkerProcess(theirs.fileno())
         finally:
@@ -133,6 +174,8 @@ class RenderWorker:
             return None
         try:
             reply = self.connection.recv()
+            if isinstance(reply, OutOfBand):
+                reply = receive_frame(self.sock, reply)
         except (EOFError, OSError):
             self.busy = False
             raise WorkerGone(f"the render worker stopped (pid {self.pid}, {_ending(self.process)})") from None
@@ -161,6 +204,7 @@ class RenderWorker:
             self.process.kill()
             self.process.join(1.0)
         self.connection.close()
+        self.sock.close()
 
 
 def _ending(process) -> str:
@@ -182,6 +226,7 @@ def _serve(connection, data: dict, parent: int) -> None:
         connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
         return
     c, camera, bodies = sim.world.client, sim.camera, {}  # object name -> (body, urdf, scale)
+    sock = socket.socket(fileno=os.dup(connection.fileno()))  # the same socket, for a frame's raw arrays
     try:
         while True:
             try:
@@ -204,11 +249,12 @@ def _serve(connection, data: dict, parent: int) -> None:
                     labels = relabel(frame.segmentation, {**{arm.body: ROBOT for arm in sim.arms}, **{
                         bodies[name][0]: index for name, index, *_ in state.objects}})
                 k = camera.intrinsics()
-                cloud = pack_cloud(back_project(frame.depth, k), frame.rgb) if state.points else None
-                connection.send(RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud))
+                cloud = organised_cloud(frame.depth, k, frame.rgb) if state.points else None
+                send_frame(connection, sock, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud))
             except Exception as exc:  # tell the camera node, keep serving
                 connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:
+        sock.close()
         sim.close()
 
 

@@ -51,6 +51,12 @@ class SimClient:
                            for name in ("position", "velocity", "delta")}
         self.bridge = CvBridge()
 
+    def watch(self, topic: str, msg_type) -> None:
+        """Subscribe to one more topic (kept and counted as the constructor's), e.g. to start the camera's
+        segmentation, which is rendered only while watched."""
+        if topic not in self.subscriptions:
+            self.subscriptions[topic] = self.node.create_subscription(msg_type, topic, self._keeper(topic), 1)
+
     def _keeper(self, topic: str) -> Callable:
         def keep(msg) -> None:
             self.latest[topic] = msg

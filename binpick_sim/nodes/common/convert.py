@@ -1,9 +1,10 @@
 """Core values to ROS messages. Stamps are always sim time; frames follow REP 103/105."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from builtin_interfaces.msg import Time
-from cv_bridge import CvBridge
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3, WrenchStamped
 from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointField
 from std_msgs.msg import Header
@@ -16,8 +17,6 @@ from ...control.trajectory import Trajectory
 
 WORLD_FRAME = "world"
 OPTICAL_FRAME = "camera_optical_frame"
-
-_bridge = CvBridge()
 
 MARKER_TYPES = {shapes.MESH: Marker.MESH_RESOURCE, shapes.BOX: Marker.CUBE, shapes.SPHERE: Marker.SPHERE,
                 shapes.CYLINDER: Marker.CYLINDER}
@@ -75,16 +74,40 @@ def wrench_stamped(seconds: float, frame_id: str, wrench) -> WrenchStamped:
     return msg
 
 
-def rgb_image(seconds: float, rgb: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
-    msg = _bridge.cv2_to_imgmsg(rgb, encoding="rgb8")
-    msg.header = header(seconds, frame_id)
+# encoding -> (dtype, channels) of the arrays each image message is built from (REP 118 / sensor_msgs encodings)
+ENCODINGS = {"rgb8": (np.dtype(np.uint8), 3), "32FC1": (np.dtype(np.float32), 1), "32SC1": (np.dtype(np.int32), 1)}
+
+
+def image(seconds: float, pixels: np.ndarray, encoding: str, frame_id: str = OPTICAL_FRAME) -> Image:
+    """An Image of `pixels` (H x W, or H x W x channels) with one copy: the array's buffer straight into the
+    message's array.array('B') (`frombytes`, a memcpy), which rclpy takes as it is. cv_bridge's
+    cv2_to_imgmsg made two (`tostring` to bytes, then array.array from them). A pixels array that is not
+    C-contiguous is made so first (a copy that only a strided view needs). ValueError for an array that does
+    not fit the encoding."""
+    dtype, channels = ENCODINGS[encoding]
+    if pixels.dtype != dtype or pixels.ndim not in (2, 3) or (pixels.shape[2] if pixels.ndim == 3 else 1) != channels:
+        raise ValueError(f"{encoding} needs H x W{' x %d' % channels if channels > 1 else ''} {dtype}, got "
+                         f"{' x '.join(map(str, pixels.shape))} {pixels.dtype}")
+    pixels = np.ascontiguousarray(pixels)
+    height, width = pixels.shape[:2]
+    msg = Image(header=header(seconds, frame_id), height=height, width=width, encoding=encoding,
+                is_bigendian=sys.byteorder == "big", step=width * channels * dtype.itemsize)
+    msg.data.frombytes(_bytes_view(pixels))
     return msg
+
+
+def _bytes_view(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous array's buffer as flat uint8, without a copy: array.frombytes takes only byte-format
+    buffers (a float32 one is refused)."""
+    return array.reshape(-1).view(np.uint8)
+
+
+def rgb_image(seconds: float, rgb: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
+    return image(seconds, rgb, "rgb8", frame_id)
 
 
 def depth_image(seconds: float, depth: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
-    msg = _bridge.cv2_to_imgmsg(depth, encoding="32FC1")
-    msg.header = header(seconds, frame_id)
-    return msg
+    return image(seconds, depth, "32FC1", frame_id)
 
 
 def camera_info(seconds: float, width: int, height: int, k: np.ndarray, frame_id: str = OPTICAL_FRAME) -> CameraInfo:
@@ -97,9 +120,7 @@ def camera_info(seconds: float, width: int, height: int, k: np.ndarray, frame_id
 
 def segmentation_image(seconds: float, labels: np.ndarray, frame_id: str = OPTICAL_FRAME) -> Image:
     """One int32 id per pixel (32SC1): cell/vision/labels.py says what the ids mean."""
-    msg = _bridge.cv2_to_imgmsg(np.ascontiguousarray(labels, dtype=np.int32), encoding="32SC1")
-    msg.header = header(seconds, frame_id)
-    return msg
+    return image(seconds, np.asarray(labels, dtype=np.int32), "32SC1", frame_id)
 
 
 CLOUD_FIELDS = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
@@ -115,6 +136,7 @@ def point_cloud(seconds: float, xyz: np.ndarray, rgb: np.ndarray, frame_id: str 
 def packed_point_cloud(seconds: float, points: np.ndarray, frame_id: str = OPTICAL_FRAME) -> PointCloud2:
     """The cloud message of points packed as camera.pack_cloud packs them (H x W x 4 float32)."""
     height, width = points.shape[:2]
-    return PointCloud2(header=header(seconds, frame_id), height=height, width=width, fields=CLOUD_FIELDS,
-                       is_bigendian=False, point_step=16, row_step=16 * width, data=points.tobytes(),
-                       is_dense=False)
+    msg = PointCloud2(header=header(seconds, frame_id), height=height, width=width, fields=CLOUD_FIELDS,
+                      is_bigendian=False, point_step=16, row_step=16 * width, is_dense=False)
+    msg.data.frombytes(_bytes_view(np.ascontiguousarray(points, dtype=np.float32)))  # one copy, as `image`
+    return msg

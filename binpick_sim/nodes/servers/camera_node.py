@@ -9,7 +9,7 @@ from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-from ...cell.vision.camera import back_project, pack_cloud
+from ...cell.vision.camera import organised_cloud
 from ...cell.vision.labels import label_image
 from ...cell.vision.render_worker import RenderedFrame, RenderWorker, capture
 from ...config import BOUNDS, CameraConfig, checked_value
@@ -83,8 +83,10 @@ class CameraNode(Node):
             "far": "Far clipping plane [m], > near; depth is +inf beyond it.",
             "width": "Image width [pixels]; width x height at most 2048 x 2048.",
             "height": "Image height [pixels]; width x height at most 2048 x 2048.",
+            "aspect": "The view's width / height, 0 for width / height (square pixels); another value draws that "
+                      "view on the width x height grid (an observation at its own size; fx != fy in K).",
         }
-        bounds = ("width", "height", "fov_deg", "near", "far")
+        bounds = ("width", "height", "fov_deg", "near", "far", "aspect")
         values = {}
         for name, text in texts.items():
             default = getattr(config, name)
@@ -242,7 +244,7 @@ class CameraNode(Node):
         self.rgb_info_publisher.publish(info)
         self.depth_info_publisher.publish(info)
         if self.wants_points():
-            cloud = cloud if cloud is not None else pack_cloud(back_project(depth, k), rgb)
+            cloud = cloud if cloud is not None else organised_cloud(depth, k, rgb)
             self.points_publisher.publish(convert.packed_point_cloud(stamp, cloud, self.frame_id))
         if labels is not None:
             self.segmentation_publisher.publish(convert.segmentation_image(stamp, labels, self.frame_id))
