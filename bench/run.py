@@ -39,7 +39,7 @@ def collect(names: list[str]) -> list[Figure]:
 
 def _from_dict(group: str, data: dict) -> Figure:
     return Figure(group=group, name=data["name"], value=data["value"], unit=data["unit"],
-                  raw_pybullet=data.get("raw_pybullet"), note=data.get("note", ""))
+                  raw_pybullet=data.get("raw_pybullet"), note=data.get("note", ""), ratios=data.get("ratios"))
 
 
 def table(figures: list[Figure]) -> str:
