@@ -17,6 +17,9 @@ Figures:
   not installed: `make bench` installs requirements-bench.txt), and the two envs' own work per step;
 - the three envs on the default scene and on the one-object scene, against their own physics (the
   env overhead: 1 - ratio), each in runs of its own (longer turns, IK untimed: see OVERHEAD_BLOCK);
+  and the delta env on both scenes against its stepping and its IK calls together (issue 33's raw
+  stepping: the same physics steps and IK calls made directly on PyBullet), its IK timed;
+- every ratio in rounds (ROUNDS, OVERHEAD_ROUNDS): the figure is the median of the rounds' ratios;
 - what the default scene costs on top: the one-object scene with one of its features added back at a
   time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
   object instead of the box), and what the object costs (taken out), in env steps/s and us per physics
@@ -173,6 +176,12 @@ class Timed:
         return 1e6 * self.physics_time / self.physics_calls
 
     @property
+    def physics_ik_rate(self) -> float:
+        """Env steps/s if the env did nothing but its stepping and its IK calls: the raw stepping as issue
+        33 defines it (the same physics steps, the same IK calls made directly on PyBullet)."""
+        return self.steps / (self.physics_time + self.ik_time)
+
+    @property
     def own_us(self) -> float:
         """The env's own work per env step: everything its `step` did but its stepping."""
         return 1e6 * (self.step_time - self.physics_time) / self.steps
@@ -232,6 +241,9 @@ def measure() -> list[Figure]:
     for scene, path in scenes.items():
         for name in ENVS:
             overheads[f"{name}, {scene}"] = binpick(name, path, time_ik=False)
+        # the delta env once more with its IK calls timed, so that they count as raw work (issue 33's
+        # definition; the position and velocity envs make none)
+        overheads[f"FrankaDelta-v0, {scene}, IK timed"] = binpick("FrankaDelta-v0", path)
     with tempfile.TemporaryDirectory() as folder:
         for variant, changes in VARIANTS.items():
             runs[variant] = binpick("FrankaDelta-v0", variant_scene(Path(folder), changes))
@@ -277,6 +289,12 @@ def measure() -> list[Figure]:
                                   f"raw: its own stepping, {steps[scene]} stepSimulation calls; "
                                   f"turns of {OVERHEAD_BLOCK} steps, IK untimed",
                                   run.per_round("rate", None, "physics_rate")))
+    for scene in scenes:
+        run = overheads[f"FrankaDelta-v0, {scene}, IK timed"]
+        figures.append(Figure(GROUP, f"FrankaDelta-v0 direct, state, {scene}, raw with IK", run.rate, "steps/s",
+                              run.physics_ik_rate, f"raw: its own stepping and its IK calls, made directly on "
+                              f"PyBullet; turns of {OVERHEAD_BLOCK} steps, IK timed (the timer booked as the env's)",
+                              run.per_round("rate", None, "physics_ik_rate")))
     steady = overheads["FrankaDelta-v0, one-object scene"]
     figures.append(Figure(GROUP, f"FrankaDelta-v0 one-object scene, own work per env step, in turns of "
                           f"{OVERHEAD_BLOCK} steps, IK untimed", steady.own_us, "us", like.own_us,
