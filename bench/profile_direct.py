@@ -12,7 +12,8 @@ so that cProfile books its C time apart; `--no-split` leaves them booked to thei
 Python around them; then cProfile's own top list.
 
 `--timed` measures instead of profiling (cProfile makes Python look several times dearer than it is):
-each PyBullet function the env step calls is wrapped in a timer (two reads of the thread's CPU clock), and
+each PyBullet function the env step calls is wrapped in a timer (two `perf_counter_ns` reads, ~0.2 us;
+with `--cpu` the thread's CPU clock, a system call of ~1.5 us here, which a busy machine disturbs less), and
 `World.step` too, over rounds of steps; it prints each one's calls and microseconds per env step
 (medians over the rounds), World.step's own Python loop, and the rest of the env step's Python.
 Uses nothing but the package and the standard library, so that it also profiles an older checkout:
@@ -67,7 +68,6 @@ def profile(scene: str | None, env_id: str, steps: int, seed: int = 0,
         env.close()
 
 
-clock_ns = time.thread_time_ns  # --timed: CPU time of this thread
 PYBULLET = "<pybullet>"  # the file name of the wrappers split_pybullet makes
 
 
@@ -101,10 +101,11 @@ def by_kind(stats: pstats.Stats, steps: int) -> list[tuple[str, float, float]]:
     return rows
 
 
-def timed(scene: str | None, env_id: str, steps: int, rounds: int = 10, seed: int = 0) -> list[tuple[str, float, float]]:
+def timed(scene: str | None, env_id: str, steps: int, rounds: int = 10, seed: int = 0,
+          clock_ns=time.perf_counter_ns) -> list[tuple[str, float, float]]:
     """(what, calls per env step, us per env step) by kind, measured in `rounds` rounds of
-    `steps // rounds` env steps, medians over the rounds; CPU time of this thread (a busy machine
-    barely moves it; its clock reads, ~0.1-0.5 us each, are booked partly to the calls timed)."""
+    `steps // rounds` env steps, medians over the rounds, by `clock_ns` (each timed call carries about
+    one clock read, the Python around it the other and the wrapper's frame)."""
     import statistics
 
     env = gym.make(f"binpick_sim/{env_id}", backend="direct", observation="state", config_file=scene)
@@ -184,12 +185,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="book PyBullet's C time to its Python callers (no wrappers)")
     parser.add_argument("--timed", action="store_true",
                         help="time each PyBullet call and the Python around them instead of profiling")
+    parser.add_argument("--cpu", action="store_true", help="--timed by the thread's CPU clock, not wall time")
     args = parser.parse_args(argv)
     if args.timed:
         print(f"{args.env}, {args.scene or 'scene.yaml'}, {args.steps} steps in 10 rounds: per env step, "
-              "medians of the rounds (thread CPU time)")
+              f"medians of the rounds ({'thread CPU' if args.cpu else 'wall'} time)")
         print(f"  {'':66s} {'calls':>5s} {'us':>8s}")
-        for label, calls, us in timed(args.scene, args.env, args.steps):
+        clock = time.thread_time_ns if args.cpu else time.perf_counter_ns
+        for label, calls, us in timed(args.scene, args.env, args.steps, clock_ns=clock):
             print(f"  {label:66s} {'' if calls != calls else f'{calls:5.1f}':>5s} {us:8.1f}")
         return 0
     stats, _ = profile(args.scene, args.env, args.steps, split=args.split)
