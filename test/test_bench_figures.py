@@ -30,3 +30,33 @@ def test_a_figure_measured_once_keeps_value_over_raw_and_no_spread():
 def test_rounds_are_paired_one_to_one():
     with pytest.raises(ValueError, match="3 rounds against 2"):
         per_round([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_the_floor_rows_give_the_gap_and_the_share_of_it_the_floor_is_round_by_round():
+    from bench.ros_path import floor_figures
+
+    rates = {"direct": ([250.0, 200.0, 250.0], 4.0), "ros": ([200.0, 160.0, 200.0], 4.6),
+             "floor": ([5000.0, 4000.0, 10000.0], 0.3)}  # gaps 1.0, 1.25, 1.0 ms; trips 0.2, 0.25, 0.1 ms
+    gap, floor = floor_figures("X ros / direct, state", rates, "note")
+    assert gap.value == pytest.approx(1.0) and gap.unit == "ms"
+    assert floor.value == pytest.approx(0.2) and floor.raw_pybullet == pytest.approx(1.0)
+    assert floor.ratios == pytest.approx([0.2, 0.2, 0.1])
+    assert floor.ratio == pytest.approx(0.2) and floor.spread == pytest.approx((0.1, 0.2))
+
+
+def test_like_for_like_rounds_are_the_steps_between_two_marks():
+    from bench.like_for_like import Timed
+
+    def made(marks):  # (steps, step_time, physics_time, physics_calls, ik_time) after each round
+        run = Timed.__new__(Timed)
+        run.marks = [(0, 0.0, 0.0, 0, 0.0), *marks]
+        return run
+
+    env = made([(10, 0.010, 0.009, 200, 0.0005), (20, 0.030, 0.018, 400, 0.001)])
+    peer = made([(10, 0.020, 0.015, 200, 0.001), (20, 0.040, 0.030, 400, 0.002)])
+    first, second = env.rounds()
+    assert (first.steps, second.steps) == (10, 10)
+    assert second.rate == pytest.approx(10 / 0.020) and second.physics_rate == pytest.approx(10 / 0.009)
+    assert env.per_round("rate", None, "physics_rate") == pytest.approx([0.9, 0.45])
+    assert env.per_round("rate", peer) == pytest.approx([2.0, 1.0])
+    assert env.per_round("rate", None, "physics_ik_rate") == pytest.approx([0.95, 0.475])
