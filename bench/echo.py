@@ -32,6 +32,7 @@ TIMEOUT = 60.0
 
 def serve(namespace: str) -> None:
     import rclpy
+    from rclpy.executors import ExternalShutdownException
     from rclpy.experimental import EventsExecutor
 
     from binpick_sim.nodes.common.dds import use_package_profile
@@ -51,7 +52,7 @@ def serve(namespace: str) -> None:
     try:
         while rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C (Echo.close), as the sim stops
         pass
     finally:
         executor.shutdown()
