@@ -92,7 +92,9 @@ def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
     return [Figure("ros path", f"{name}: the gap, ros step - direct step", median(gaps), "ms", note=note),
             Figure("ros path", f"{name}: the floor, an empty request/reply between two processes (bench/echo.py)",
                    median(trips), "ms", median(gaps), "raw: the gap; ratio: the share of the gap the floor is, "
-                   "same rounds", per_round(trips, gaps))]
+                   "same rounds", per_round(trips, gaps)),
+            Figure("ros path", f"{name}: the floor, CPU per exchange (both processes)", rates["floor"][1], "ms",
+                   rates["ros"][1] - rates["direct"][1], "raw: CPU per step, ros - direct; ratio: the floor's share")]
 
 
 def image_steps_by_profile() -> dict[str, list[float]]:
