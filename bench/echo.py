@@ -15,6 +15,7 @@ command's checks and hand-off, the reply's contents and their JSON, and the GIL'
 """
 from __future__ import annotations
 
+import array
 import itertools
 import json
 import os
@@ -81,7 +82,7 @@ class Echo:
         self.client = SimClient("echo_client", namespace=self.namespace, context=self.context,
                                 topics={OBSERVATION_TOPIC: String}, executor=EventsExecutor)
         self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
-        self.request = 0
+        self.request, self.request_msg = 0, Float64MultiArray()
         self._parsed: tuple = (None, 0.0)
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and
                                self.client.subscriptions[OBSERVATION_TOPIC].get_publisher_count() > 0,
@@ -98,7 +99,8 @@ class Echo:
     def exchange(self, timeout: float = TIMEOUT) -> None:
         self.request += 1
         request = self.request
-        self.requester.publish(Float64MultiArray(data=[float(request), 0.0, 0.0]))
+        self.request_msg.data = array.array("d", [request, 0, 0])  # refilled, as RosBackend does
+        self.requester.publish(self.request_msg)
         self.client.spin_until(lambda: self._reply() >= request, timeout, "the echo")
 
     def _reply(self) -> float:
