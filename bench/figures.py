@@ -15,13 +15,36 @@ class Figure:
     unit: str
     raw_pybullet: float | None = None  # the same quantity for plain PyBullet, same run, same scene
     note: str = ""
+    # The ratio of each round where the two took turns: the figure's ratio is their median (what a claim
+    # rests on) and their min / max its spread. None: one ratio, value / raw_pybullet.
+    ratios: list[float] | None = None
 
     @property
     def ratio(self) -> float | None:
+        if self.ratios:
+            return statistics.median(self.ratios)
         return self.value / self.raw_pybullet if self.raw_pybullet else None
 
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(min, max) of the rounds' ratios, or None for a figure measured once."""
+        return (min(self.ratios), max(self.ratios)) if self.ratios else None
+
     def as_dict(self) -> dict:
-        return {**asdict(self), "ratio": self.ratio}
+        spread = self.spread
+        return {**asdict(self), "ratio": self.ratio, "ratio_min": spread and spread[0],
+                "ratio_max": spread and spread[1], "rounds": len(self.ratios or ())}
+
+
+def per_round(values: list[float], references: list[float]) -> list[float]:
+    """The ratio of each round: values[i] / references[i] (the two measured in the same round)."""
+    if len(values) != len(references):
+        raise ValueError(f"{len(values)} rounds against {len(references)}")
+    return [v / r for v, r in zip(values, references)]
+
+
+def median(samples) -> float:
+    return statistics.median(samples)
 
 
 def percentile(samples, q: float) -> float:

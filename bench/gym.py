@@ -1,5 +1,6 @@
 """Gym: env steps per second for every env x backend x observation, beside raw PyBullet stepping of
-the same scene (as env steps: 24 physics steps each); and the scripted picker's success rate."""
+the same scene (as env steps: 24 physics steps each), the two taking turns in ROUNDS rounds (the ratio:
+the median of the rounds', min-max beside it); and the scripted picker's success rate."""
 from __future__ import annotations
 
 import time
@@ -11,24 +12,43 @@ import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
 from binpick_sim.envs.scripted import run_episode
 
-from .figures import Figure
-from .physics import raw_steps_per_second
+from .direct import direct_sim
+from .figures import Figure, median, per_round
 
-STEPS = {"state": 60, "image": 15}
+STEPS = {"state": 100, "image": 15}
+ROUNDS = 5  # turns of STEPS / ROUNDS env steps, each beside as many raw env steps
+STEPS_PER_ACTION = 24  # the default scene's task.steps_per_action
 SUCCESS_SEEDS = range(20)
 
 
 def env_steps_per_second(env_id: str, backend: str, observation: str, **options) -> float:
     """`options`: further env arguments, e.g. renderer="egl"."""
+    return median(env_and_raw_rates(env_id, backend, observation, None, **options)[0])
+
+
+def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_world, **options) -> tuple[list, list]:
+    """(env steps/s, raw env steps/s) of each of ROUNDS rounds: a turn of the env's steps, then (with
+    `raw_world`, a BinPickingSim of the same scene) as many env steps' worth of stepSimulation calls on
+    it. `options`: further env arguments, e.g. renderer="egl"."""
     env = gym.make(env_id, backend=backend, observation=observation, **options)
+    turn = max(1, STEPS[observation] // ROUNDS)
+    rates, raw = [], []
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
         env.step(env.action_space.sample())  # warm up
-        start = time.perf_counter()
-        for _ in range(STEPS[observation]):
-            env.step(env.action_space.sample())
-        return STEPS[observation] / (time.perf_counter() - start)
+        for _ in range(ROUNDS):
+            start = time.perf_counter()
+            for _ in range(turn):
+                env.step(env.action_space.sample())
+            rates.append(turn / (time.perf_counter() - start))
+            if raw_world is not None:
+                step = raw_world.world.client.stepSimulation
+                start = time.perf_counter()
+                for _ in range(turn * STEPS_PER_ACTION):
+                    step()
+                raw.append(turn / (time.perf_counter() - start))
+        return rates, raw
     finally:
         env.close()
 
@@ -75,15 +95,18 @@ def picker_success(backend: str = "ros") -> float:
 
 
 def measure() -> list[Figure]:
-    steps_per_action = 24
-    raw = raw_steps_per_second(3.0) / steps_per_action
     figures = []
     combos = [(e, b, o) for e in sorted(ENV_IDS) for b in ("direct", "ros") for o in ("state", "image")]
-    for env_id, backend, observation in tqdm(combos, desc="gym envs", leave=False, disable=None):
-        rate = env_steps_per_second(env_id, backend, observation)
-        name = f"{env_id.split('/')[1]} {backend}, {observation}"
-        note = "raw: 24 stepSimulation calls" + (", camera 640x480" if observation == "image" else "")
-        figures.append(Figure("gym", name, rate, "steps/s", raw, note))
+    raw_world = direct_sim()  # the same scene, settled, the arm holding home
+    try:
+        for env_id, backend, observation in tqdm(combos, desc="gym envs", leave=False, disable=None):
+            rates, raw = env_and_raw_rates(env_id, backend, observation, raw_world)
+            name = f"{env_id.split('/')[1]} {backend}, {observation}"
+            note = f"raw: {STEPS_PER_ACTION} stepSimulation calls, taking turns" + \
+                (", camera 640x480" if observation == "image" else "")
+            figures.append(Figure("gym", name, median(rates), "steps/s", median(raw), note, per_round(rates, raw)))
+    finally:
+        raw_world.close()
     for backend, observation in (("direct", "state"), ("direct", "image"), ("ros", "state")):
         figures.append(Figure("gym", f"reset(seed), FrankaDelta-v0 {backend}, {observation}",
                               1000 * reset_seconds("binpick_sim/FrankaDelta-v0", backend, observation), "ms",

@@ -17,6 +17,9 @@ Figures:
   not installed: `make bench` installs requirements-bench.txt), and the two envs' own work per step;
 - the three envs on the default scene and on the one-object scene, against their own physics (the
   env overhead: 1 - ratio), each in runs of its own (longer turns, IK untimed: see OVERHEAD_BLOCK);
+  and the delta env on both scenes against its stepping and its IK calls together (issue 33's raw
+  stepping: the same physics steps and IK calls made directly on PyBullet), its IK timed;
+- every ratio in rounds (ROUNDS, OVERHEAD_ROUNDS): the figure is the median of the rounds' ratios;
 - what the default scene costs on top: the one-object scene with one of its features added back at a
   time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
   object instead of the box), and what the object costs (taken out), in env steps/s and us per physics
@@ -38,19 +41,22 @@ from binpick_sim.config import load_config
 from binpick_sim.paths import default_config, share_dir
 
 from .direct import scene_data
-from .figures import Figure
+from .figures import Figure, median, per_round
 
 # CPU time of this process: everything here runs on its one thread, and on a shared machine wall
 # time would also count the time other processes held the core.
 clock = time.process_time
-STEPS = 200  # env steps per env
 BLOCK = 10  # env steps per turn
+TURNS = 4  # turns per round: each round gives every ratio once, and the figures are the rounds' medians
+ROUNDS = 9  # (issue 33: the spread beside each median) so STEPS env steps per env
+STEPS = ROUNDS * TURNS * BLOCK
 # The env overhead figures: each env as an RL user runs it, its IK untimed (the timer's cost would be
 # booked as the env's own work) and in turns long enough that what each turn finds cold (some twenty
 # worlds take turns here) costs its steps little. Both are measured: the one-object delta env's own work
 # in these turns beside its own work in the like-for-like turns.
-OVERHEAD_STEPS = 400
 OVERHEAD_BLOCK = 50
+OVERHEAD_ROUNDS = 9  # one turn each
+OVERHEAD_STEPS = OVERHEAD_ROUNDS * OVERHEAD_BLOCK
 ONE_OBJECT = share_dir() / "config" / "scene_one_object.yaml"
 PEER_ID = "PandaPickAndPlace-v3"
 PEER_VERSION = "3.0.7"
@@ -85,6 +91,8 @@ class Timed:
     physics_time: float = 0.0
     physics_calls: int = 0
     ik_time: float = 0.0
+    # (steps, step_time, physics_time, physics_calls, ik_time) at the end of each round (see end_round)
+    marks: list = None
 
     def __post_init__(self):
         self.env.reset(seed=self.seed)
@@ -105,6 +113,32 @@ class Timed:
         self.run(1)  # warm up
         self.steps = self.physics_calls = 0
         self.step_time = self.physics_time = self.ik_time = 0.0
+        self.marks = [self._totals()]
+
+    def _totals(self) -> tuple:
+        return self.steps, self.step_time, self.physics_time, self.physics_calls, self.ik_time
+
+    def end_round(self) -> None:
+        """Close a round: its figures are what happened since the previous one (`rounds`)."""
+        self.marks.append(self._totals())
+
+    def rounds(self) -> list["Timed"]:
+        """Each round's figures, as a Timed of that round's steps alone (read its properties)."""
+        out = []
+        for before, after in zip(self.marks, self.marks[1:]):
+            steps, step_time, physics_time, calls, ik_time = (b - a for a, b in zip(before, after))
+            out.append(Timed.__new__(Timed))
+            out[-1].__dict__.update(steps=steps, step_time=step_time, physics_time=physics_time,
+                                    physics_calls=calls, ik_time=ik_time)
+        return out
+
+    def per_round(self, figure: str, reference: "Timed | None" = None, reference_figure: str | None = None) -> list:
+        """The ratio, round by round, of this env's `figure` (a property name) to the reference env's
+        `reference_figure` (default: the same) in the same round; without a reference, to this env's own
+        `reference_figure` (e.g. rate against physics_rate)."""
+        reference = reference or self
+        return per_round([getattr(r, figure) for r in self.rounds()],
+                         [getattr(r, reference_figure or figure) for r in reference.rounds()])
 
     def _timed_ik(self, ik):
         def timed_ik(*args, **kwargs):
@@ -140,6 +174,12 @@ class Timed:
     @property
     def physics_us(self) -> float:
         return 1e6 * self.physics_time / self.physics_calls
+
+    @property
+    def physics_ik_rate(self) -> float:
+        """Env steps/s if the env did nothing but its stepping and its IK calls: the raw stepping as issue
+        33 defines it (the same physics steps, the same IK calls made directly on PyBullet)."""
+        return self.steps / (self.physics_time + self.ik_time)
 
     @property
     def own_us(self) -> float:
@@ -201,16 +241,23 @@ def measure() -> list[Figure]:
     for scene, path in scenes.items():
         for name in ENVS:
             overheads[f"{name}, {scene}"] = binpick(name, path, time_ik=False)
+        # the delta env once more with its IK calls timed, so that they count as raw work (issue 33's
+        # definition; the position and velocity envs make none)
+        overheads[f"FrankaDelta-v0, {scene}, IK timed"] = binpick("FrankaDelta-v0", path)
     with tempfile.TemporaryDirectory() as folder:
         for variant, changes in VARIANTS.items():
             runs[variant] = binpick("FrankaDelta-v0", variant_scene(Path(folder), changes))
     try:
-        for _ in range(STEPS // BLOCK):
+        for _ in range(ROUNDS):
+            for _ in range(TURNS):
+                for run in runs.values():
+                    run.run(BLOCK)
             for run in runs.values():
-                run.run(BLOCK)
-        for _ in range(OVERHEAD_STEPS // OVERHEAD_BLOCK):
+                run.end_round()
+        for _ in range(OVERHEAD_ROUNDS):
             for run in overheads.values():
                 run.run(OVERHEAD_BLOCK)
+                run.end_round()
         at_rest = worlds_at_rest(like, runs.get("peer"))
     finally:
         for run in [*runs.values(), *overheads.values()]:
@@ -223,12 +270,14 @@ def measure() -> list[Figure]:
         p = runs["peer"]
         figures += [
             Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s", p.rate,
-                   f"raw: panda-gym {PEER_VERSION} {PEER_ID}, state, 20 x 2 ms steps, same run"),
+                   f"raw: panda-gym {PEER_VERSION} {PEER_ID}, state, 20 x 2 ms steps, same run",
+                   like.per_round("rate", p)),
             Figure(GROUP, f"panda-gym {PEER_ID}, state", p.rate, "steps/s", p.physics_rate,
-                   "raw: its own stepping, 20 stepSimulation calls"),
+                   "raw: its own stepping, 20 stepSimulation calls", p.per_round("rate", None, "physics_rate")),
             Figure(GROUP, "FrankaDelta-v0 one-object scene, own work per env step (all but its stepping)",
-                   like.own_us, "us", p.own_us, f"raw: panda-gym {PEER_ID}'s"),
-            Figure(GROUP, "  of it PyBullet's IK calls", like.ik_us, "us", p.ik_us, f"raw: panda-gym {PEER_ID}'s"),
+                   like.own_us, "us", p.own_us, f"raw: panda-gym {PEER_ID}'s", like.per_round("own_us", p)),
+            Figure(GROUP, "  of it PyBullet's IK calls", like.ik_us, "us", p.ik_us, f"raw: panda-gym {PEER_ID}'s",
+                   like.per_round("ik_us", p)),
         ]
     else:
         figures.append(Figure(GROUP, f"FrankaDelta-v0 direct, state, one-object scene ({mine})", like.rate, "steps/s",
@@ -238,7 +287,14 @@ def measure() -> list[Figure]:
             run = overheads[f"{name}, {scene}"]
             figures.append(Figure(GROUP, f"{name} direct, state, {scene}", run.rate, "steps/s", run.physics_rate,
                                   f"raw: its own stepping, {steps[scene]} stepSimulation calls; "
-                                  f"turns of {OVERHEAD_BLOCK} steps, IK untimed"))
+                                  f"turns of {OVERHEAD_BLOCK} steps, IK untimed",
+                                  run.per_round("rate", None, "physics_rate")))
+    for scene in scenes:
+        run = overheads[f"FrankaDelta-v0, {scene}, IK timed"]
+        figures.append(Figure(GROUP, f"FrankaDelta-v0 direct, state, {scene}, raw with IK", run.rate, "steps/s",
+                              run.physics_ik_rate, f"raw: its own stepping and its IK calls, made directly on "
+                              f"PyBullet; turns of {OVERHEAD_BLOCK} steps, IK timed (the timer booked as the env's)",
+                              run.per_round("rate", None, "physics_ik_rate")))
     steady = overheads["FrankaDelta-v0, one-object scene"]
     figures.append(Figure(GROUP, f"FrankaDelta-v0 one-object scene, own work per env step, in turns of "
                           f"{OVERHEAD_BLOCK} steps, IK untimed", steady.own_us, "us", like.own_us,
@@ -251,27 +307,29 @@ def measure() -> list[Figure]:
     for variant in VARIANTS:
         run = runs[variant]
         figures.append(Figure(GROUP, f"FrankaDelta-v0, one-object scene {variant}", run.rate, "steps/s", like.rate,
-                              "raw: the one-object scene"))
+                              "raw: the one-object scene", run.per_round("rate", like)))
         figures.append(Figure(GROUP, f"one-object world {variant}", run.physics_us, "us/physics step",
-                              like.physics_us, "raw: the one-object world"))
+                              like.physics_us, "raw: the one-object world", run.per_round("physics_us", like)))
     if "peer" in runs:
         figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world, during its episodes", runs["peer"].physics_us,
-                              "us/physics step", like.physics_us, "raw: the one-object world"))
-    figures.append(Figure(GROUP, "one-object world at rest (arm home, object settled)", at_rest[0],
+                              "us/physics step", like.physics_us, "raw: the one-object world",
+                              runs["peer"].per_round("physics_us", like)))
+    figures.append(Figure(GROUP, "one-object world at rest (arm home, object settled)", median(at_rest[0]),
                           "us/physics step"))
     if at_rest[1] is not None:
-        figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world at rest (after a reset)", at_rest[1],
-                              "us/physics step", at_rest[0], "raw: the one-object world at rest"))
+        figures.append(Figure(GROUP, f"panda-gym {PEER_ID} world at rest (after a reset)", median(at_rest[1]),
+                              "us/physics step", median(at_rest[0]), "raw: the one-object world at rest",
+                              per_round(at_rest[1], at_rest[0])))
     return figures
 
 
 REST_STEPS = 500  # physics steps per turn when timing the worlds at rest
 
 
-def worlds_at_rest(like: Timed, peer: Timed | None) -> tuple[float, float | None]:
+def worlds_at_rest(like: Timed, peer: Timed | None) -> tuple[list[float], list[float] | None]:
     """us per `stepSimulation` of the like-for-like world and panda-gym's with nothing commanded after a
     reset (the scene's own cost, whatever the random actions make the arms touch), in alternating turns;
-    medians of 5. The envs' steppers are timed wrappers by now: their clients are stepped directly."""
+    5 rounds each. The envs' steppers are timed wrappers by now: their clients are stepped directly."""
     clients = [like.env.unwrapped.backend.sim.world.client]
     if peer is not None:
         clients.append(peer.env.unwrapped.sim.physics_client)
@@ -287,8 +345,7 @@ def worlds_at_rest(like: Timed, peer: Timed | None) -> tuple[float, float | None
             for _ in range(REST_STEPS):
                 client.stepSimulation()
             spent.append(1e6 * (clock() - start) / REST_STEPS)
-    medians = [sorted(spent)[len(spent) // 2] for spent in times]
-    return medians[0], (medians[1] if peer is not None else None)
+    return times[0], (times[1] if peer is not None else None)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Where one ROS env step's wall time and CPU go, against the direct backend's step in the same run.
 
-    python -m bench.profile_ros [--steps 300] [--env binpick_sim/FrankaDelta-v0]
+    python -m bench.profile_ros [--steps 300] [--env binpick_sim/FrankaDelta-v0] [--cprofile]
 
 Two views of the same steps (FrankaDelta-v0 by default, state observations, seed 0, random actions):
 
@@ -10,6 +10,10 @@ Two views of the same steps (FrankaDelta-v0 by default, state observations, seed
   the reply is sent. All marks are CLOCK_MONOTONIC, shared by the two processes; the table gives each
   stage's median over the steps;
 - **CPU, by thread**: each thread's user + system time from /proc over the same steps, per step.
+
+With `--cprofile`, the sim's physics thread also runs under cProfile (its own CPU clock: waiting for a
+request is not booked) and the script prints its calls per request and their CPU per request, by
+function (the profiler's cost inflates the stages above then; compare runs with the same flag).
 
 Both are measured, not sampled: a sampling profiler (py-spy) books a thread blocked in DDS or rclpy's
 C++ executor as running and put a 40 us publish at 0.8 ms here. The script imports only what every
@@ -53,17 +57,20 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return cpu
 
 
-def profile(steps: int, env_id: str, observation: str = "state") -> str:
+def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool = False, top: int = 25) -> str:
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
 
     trace = Path(tempfile.mkdtemp(prefix="binpick_trace_")) / "sim"
     os.environ["BINPICK_TRACE"] = str(trace)
+    if cprofile:
+        os.environ["BINPICK_TRACE_CPROFILE"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
     env = gym.make(env_id, backend="ros", observation=observation)
     backend = env.unwrapped.backend  # the sim process starts here, with the variables above
     del os.environ["BINPICK_TRACE"]  # this process keeps its own marks
+    os.environ.pop("BINPICK_TRACE_CPROFILE", None)
     marks: list[tuple[str, float]] = []
     publish, exchange = backend.requester.publish, backend._exchange
 
@@ -95,7 +102,7 @@ def profile(steps: int, env_id: str, observation: str = "state") -> str:
     finally:
         env.close()
     direct_wall, direct_cpu = direct_step(env_id, steps, observation)
-    sim_marks = [(label, float(t)) for path in trace.parent.glob("sim.*")
+    sim_marks = [(label, float(t)) for path in trace.parent.glob("sim.[0-9]*")
                  for label, t in (line.split() for line in path.read_text().splitlines())]
     stages = stage_times(marks, sim_marks)
     lines = [f"{env_id}, {observation}, {steps} steps: ROS backend {1000 * wall:.2f} ms per env step "
@@ -109,7 +116,33 @@ def profile(steps: int, env_id: str, observation: str = "state") -> str:
             used = (after[thread] - before.get(thread, 0.0)) / steps
             if used >= 0.005e-3:
                 lines.append(f"  {1000 * used:6.3f} ms  {process} thread {thread.split(' ', 1)[1]}")
+    if cprofile:
+        lines += ["", physics_thread_profile(trace, top)]
     return "\n".join(lines)
+
+
+def physics_thread_profile(trace: Path, top: int) -> str:
+    """The sim's physics thread under cProfile, per lock-step request (TaskNode.on_step calls, the
+    warm-up's and the reset's included): calls and CPU ms by function, by own time."""
+    import io
+    import pstats
+
+    files = list(trace.parent.glob("sim.prof.*"))
+    if not files:
+        return "(no cProfile stats from the sim process)"
+    stats = pstats.Stats(str(files[0]))
+    requests = sum(entry[1] for (filename, _, function), entry in stats.stats.items()
+                   if function == "on_step" and filename.endswith("task_node.py")) or 1
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]
+    text = io.StringIO()
+    text.write(f"sim physics thread (cProfile, thread CPU), per request over {requests} requests: "
+               f"{stats.total_calls / requests:.0f} function calls\n")
+    text.write("   calls   own ms   cum ms  function\n")
+    for (filename, line, function), (_, calls, own, cumulative, _) in rows:
+        where = f"{Path(filename).name}:{line}" if line else filename
+        text.write(f"  {calls / requests:6.1f} {1000 * own / requests:8.4f} {1000 * cumulative / requests:8.4f}  "
+                   f"{function} ({where})\n")
+    return text.getvalue()
 
 
 def stage_times(client: list, sim: list) -> list[list[float]]:
@@ -152,5 +185,7 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--env", default="binpick_sim/FrankaDelta-v0")
     parser.add_argument("--observation", default="state", choices=("state", "image"))
+    parser.add_argument("--cprofile", action="store_true", help="also cProfile the sim's physics thread")
+    parser.add_argument("--top", type=int, default=25, help="rows of that profile (by own time)")
     args = parser.parse_args()
-    print(profile(args.steps, args.env, args.observation))
+    print(profile(args.steps, args.env, args.observation, args.cprofile, args.top))

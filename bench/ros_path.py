@@ -2,12 +2,15 @@
 backend's, measured interleaved (both envs open, batches taking turns) so the load of a shared machine
 falls on both alike; and the same for the sim process's other executors. Beside each rate, the CPU time
 an env step costs (this process plus the sim process), which a busy machine disturbs far less. The
-reference column holds the direct backend's figure of the same run. Last, image steps over ROS with the
-package's Fast DDS profile against Fast DDS's defaults: how many waited for a lost frame's repair."""
+reference column holds the direct backend's figure of the same run; the ratio is the median of the
+rounds' ratios (each round: one batch of each, taking turns), min-max beside it. In the same rounds, the
+floor: an empty request and its reply between two processes, exchanged as the lock-step step is
+(bench/echo.py), beside the gap between a ROS step and a direct one, and the share of the gap it is.
+Last, image steps over ROS with the package's Fast DDS profile against Fast DDS's defaults: how many
+waited for a lost frame's repair."""
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -20,13 +23,14 @@ from binpick_sim.envs import ENV_IDS
 
 from binpick_sim.nodes.common.dds import PROFILE_VARIABLE
 
-from .figures import Figure, percentile
+from .echo import Echo
+from .figures import Figure, median, per_round, percentile
 
 BATCH = {"state": 20, "image": 5}
 STALL_STEPS = 200  # image steps per profile (a stall came about once in a hundred without the profile)
 STALL_BATCH = 20
 STALL = 0.5  # s: an image step this long waited for a frame's repair (the median step takes ~0.1 s)
-ROUNDS = 12  # 5 swung the ratio by +-0.1 from run to run
+ROUNDS = {"state": 21, "image": 15}  # 5 swung the ratio by +-0.1 from run to run; 12 by +-0.03
 EXECUTORS = ("single", "multi")  # besides the default (events)
 
 
@@ -41,29 +45,57 @@ def cpu_seconds(env) -> float:
     return total
 
 
-def interleaved(env_id: str, observation: str, variants: dict[str, dict]) -> dict[str, tuple[float, float]]:
-    """(median env steps/s, CPU ms per env step) of each variant (name -> gym.make options) over
-    ROUNDS turns of one batch."""
+def interleaved(env_id: str, observation: str, variants: dict[str, dict],
+                echo: Echo | None = None) -> dict[str, tuple[list[float], float]]:
+    """(env steps/s of each round, CPU ms per env step) of each variant (name -> gym.make options) over
+    ROUNDS turns of one batch; with `echo`, "floor" too: its empty exchanges per second, a batch of them
+    in each round's turns (CPU: this process's and the echo process's)."""
     envs = {name: gym.make(env_id, observation=observation, **options) for name, options in variants.items()}
-    rates: dict[str, list[float]] = {name: [] for name in envs}
-    cpu: dict[str, float] = {name: 0.0 for name in envs}
+    rates: dict[str, list[float]] = {name: [] for name in [*envs, *(["floor"] if echo else [])]}
+    cpu: dict[str, float] = {name: 0.0 for name in rates}
+    batch = BATCH[observation]
     try:
         for env in envs.values():
             env.reset(seed=0)
             env.action_space.seed(0)
             env.step(env.action_space.sample())  # warm up
-        for _ in range(ROUNDS):
+        for _ in range(ROUNDS[observation]):
             for name, env in envs.items():
                 start, cpu_start = time.perf_counter(), cpu_seconds(env)
-                for _ in range(BATCH[observation]):
+                for _ in range(batch):
                     env.step(env.action_space.sample())
-                rates[name].append(BATCH[observation] / (time.perf_counter() - start))
+                rates[name].append(batch / (time.perf_counter() - start))
                 cpu[name] += cpu_seconds(env) - cpu_start
+            if echo is not None:
+                start, cpu_start = time.perf_counter(), echo_cpu_seconds(echo)
+                for _ in range(batch):
+                    echo.exchange()
+                rates["floor"].append(batch / (time.perf_counter() - start))
+                cpu["floor"] += echo_cpu_seconds(echo) - cpu_start
     finally:
         for env in envs.values():
             env.close()
-    steps = ROUNDS * BATCH[observation]
-    return {name: (statistics.median(r), 1000.0 * cpu[name] / steps) for name, r in rates.items()}
+    steps = ROUNDS[observation] * batch
+    return {name: (r, 1000.0 * cpu[name] / steps) for name, r in rates.items()}
+
+
+def echo_cpu_seconds(echo: Echo) -> float:
+    fields = Path(f"/proc/{echo.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return time.process_time() + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
+    """The gap between a ROS step and a direct one (ms, median of the rounds') and the floor beside it:
+    the empty exchange's round trip and the share of the gap it is (the ratio of the two medians: a
+    round's own gap comes near 0, or below, on a busy machine, and a ratio per round would blow up)."""
+    gaps = [1000.0 / r - 1000.0 / d for r, d in zip(rates["ros"][0], rates["direct"][0])]
+    trips = [1000.0 / f for f in rates["floor"][0]]
+    return [Figure("ros path", f"{name}: the gap, ros step - direct step", median(gaps), "ms", note=note),
+            Figure("ros path", f"{name}: the floor, an empty request/reply between two processes (bench/echo.py)",
+                   median(trips), "ms", median(gaps), "raw: the gap; ratio: the share of the gap the floor is, "
+                   "medians of the same rounds"),  # (a round's own gap can be ~0 or below on a busy machine)
+            Figure("ros path", f"{name}: the floor, CPU per exchange (both processes)", rates["floor"][1], "ms",
+                   rates["ros"][1] - rates["direct"][1], "raw: CPU per step, ros - direct; ratio: the floor's share")]
 
 
 def image_steps_by_profile() -> dict[str, list[float]]:
@@ -114,19 +146,27 @@ def measure() -> list[Figure]:
     figures = []
     note = "reference: direct backend, interleaved"
     cases = [(e, "state") for e in sorted(ENV_IDS)] + [("binpick_sim/FrankaPosition-v0", "image")]
-    for env_id, observation in tqdm(cases, desc="ROS path", leave=False, disable=None):
-        rates = interleaved(env_id, observation, {"direct": {"backend": "direct"}, "ros": {"backend": "ros"}})
-        name = f"{env_id.split('/')[1]} ros / direct, {observation}"
-        camera = ", camera 640x480" if observation == "image" else ""
-        figures.append(Figure("ros path", name, rates["ros"][0], "steps/s", rates["direct"][0], note + camera))
-        figures.append(Figure("ros path", name + ", CPU per step (both processes)", rates["ros"][1], "ms",
-                              rates["direct"][1], note + camera))
+    echo = Echo()
+    try:
+        for env_id, observation in tqdm(cases, desc="ROS path", leave=False, disable=None):
+            rates = interleaved(env_id, observation, {"direct": {"backend": "direct"}, "ros": {"backend": "ros"}},
+                                echo)
+            name = f"{env_id.split('/')[1]} ros / direct, {observation}"
+            camera = ", camera 640x480" if observation == "image" else ""
+            figures.append(Figure("ros path", name, median(rates["ros"][0]), "steps/s", median(rates["direct"][0]),
+                                  note + camera, per_round(rates["ros"][0], rates["direct"][0])))
+            figures.append(Figure("ros path", name + ", CPU per step (both processes)", rates["ros"][1], "ms",
+                                  rates["direct"][1], note + camera))
+            figures += floor_figures(name, rates, note + camera)
+    finally:
+        echo.close()
     variants = {"direct": {"backend": "direct"}, "events": {"backend": "ros"}}
     variants.update({kind: {"backend": "ros", "sim_parameters": {"executor": kind}} for kind in EXECUTORS})
     rates = interleaved("binpick_sim/FrankaDelta-v0", "state", variants)
     for kind in ("events", *EXECUTORS):
         name = f"FrankaDelta-v0 ros / direct, state, sim executor {kind}"
-        figures.append(Figure("ros path", name, rates[kind][0], "steps/s", rates["direct"][0], note))
+        figures.append(Figure("ros path", name, median(rates[kind][0]), "steps/s", median(rates["direct"][0]), note,
+                              per_round(rates[kind][0], rates["direct"][0])))
         figures.append(Figure("ros path", name + ", CPU per step", rates[kind][1], "ms", rates["direct"][1], note))
     steps = image_steps_by_profile()
     ours, defaults = steps["package profile"], steps["Fast DDS defaults"]

@@ -39,16 +39,20 @@ def collect(names: list[str]) -> list[Figure]:
 
 def _from_dict(group: str, data: dict) -> Figure:
     return Figure(group=group, name=data["name"], value=data["value"], unit=data["unit"],
-                  raw_pybullet=data.get("raw_pybullet"), note=data.get("note", ""))
+                  raw_pybullet=data.get("raw_pybullet"), note=data.get("note", ""), ratios=data.get("ratios"))
 
 
 def table(figures: list[Figure]) -> str:
-    rows = ["| group | figure | value | unit | raw PyBullet | ratio |", "| --- | --- | ---: | --- | ---: | ---: |"]
+    """One row per figure. A figure measured in rounds (taking turns) gives the median of its rounds'
+    ratios, and beside it their min-max and the number of rounds."""
+    rows = ["| group | figure | value | unit | raw PyBullet | ratio | min-max (rounds) |",
+            "| --- | --- | ---: | --- | ---: | ---: | --- |"]
     for f in figures:
         raw = "" if f.raw_pybullet is None else _number(f.raw_pybullet)
         ratio = "" if f.ratio is None else f"{f.ratio:.2f}"
+        spread = "" if f.spread is None else f"{f.spread[0]:.2f}-{f.spread[1]:.2f} ({len(f.ratios)})"
         name = f"{f.name} ({f.note})" if f.note else f.name
-        rows.append(f"| {f.group} | {name} | {_number(f.value)} | {f.unit} | {raw} | {ratio} |")
+        rows.append(f"| {f.group} | {name} | {_number(f.value)} | {f.unit} | {raw} | {ratio} | {spread} |")
     return "\n".join(rows)
 
 

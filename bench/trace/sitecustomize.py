@@ -9,6 +9,10 @@ checkout can be profiled the same way):
   stepping  PhysicsLoop._add_budget: the command is checked and applied (IK included), steps begin
   settled   TaskNode.update entered: the steps are taken
   replied   TaskNode.update returns: task rules, observation, JSON and the reply's publish done
+
+With BINPICK_TRACE_CPROFILE set too, the physics thread (PhysicsLoop._run: the steps, and in lock-step
+the requests it serves itself) runs under cProfile with the thread's own CPU clock, so time spent
+waiting for a request is not booked; its stats go to <file>.prof.<pid> when the thread ends.
 """
 import os
 import sys
@@ -40,6 +44,24 @@ if os.environ.get("BINPICK_TRACE"):
         _marked(PhysicsLoop, "_add_budget", "stepping")
         _marked(TaskNode, "update", "settled")
         _marked(TaskNode, "update", "replied", after=True)  # wraps the wrapper: marks after the publish
+        if os.environ.get("BINPICK_TRACE_CPROFILE"):
+            _profiled(PhysicsLoop, "_run")
+
+    def _profiled(cls, name: str) -> None:
+        import cProfile
+
+        original = getattr(cls, name)
+
+        def wrapper(*args, **kwargs):
+            profiler = cProfile.Profile(time.thread_time)
+            profiler.enable()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                profiler.disable()
+                profiler.dump_stats(f"{os.environ['BINPICK_TRACE']}.prof.{os.getpid()}")
+
+        setattr(cls, name, wrapper)
 
     class _AfterStackImport:
         """Installs the wrappers once the sim's stack module is imported (the nodes exist by then)."""

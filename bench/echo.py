@@ -1,0 +1,128 @@
+"""The floor of the ROS backend's step: an empty request and its reply between two processes, exchanged
+the way the lock-step step is (issue 33).
+
+`python -m bench.echo <namespace>` is the serving side: a process of its own, one rclpy node on the
+EventsExecutor, with the package's Fast DDS profile and the `sim` process's GIL switch interval, which
+takes a `task/step` request (std_msgs/Float64MultiArray, depth 10) and answers at once on
+`task/observation` (std_msgs/String: JSON of the request id), on the thread that took the request, as
+the sim's physics thread serves lock-step requests itself. Nothing else runs in it: no physics, no
+task, no observation.
+
+`Echo` is the other side, as `RosBackend._exchange` does it: a SimClient on the EventsExecutor keeping
+the newest reply (depth 1), a publisher on `task/step`, and per exchange one publish, `spin_until` the
+reply's id comes back, one JSON parse. What an env step over ROS costs beyond this is ours: the
+command's checks and hand-off, the reply's contents and their JSON, and the GIL's turns.
+"""
+from __future__ import annotations
+
+import array
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from std_msgs.msg import Float64MultiArray, String
+
+STEP_TOPIC, OBSERVATION_TOPIC = "task/step", "task/observation"  # as binpick_sim.nodes.servers.task_node
+SWITCH_INTERVAL = 0.0001  # as binpick_sim.nodes.process.stack sets it in the sim process
+TIMEOUT = 60.0
+
+
+def serve(namespace: str) -> None:
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from rclpy.experimental import EventsExecutor
+
+    from binpick_sim.nodes.common.dds import use_package_profile
+
+    use_package_profile()  # before rclpy.init, as the sim's entry point does
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    rclpy.init()
+    node = rclpy.create_node("echo", namespace=namespace)
+    reply = node.create_publisher(String, OBSERVATION_TOPIC, 10)
+
+    def on_request(msg: Float64MultiArray) -> None:
+        reply.publish(String(data=json.dumps({"request": msg.data[0]})))
+
+    node.create_subscription(Float64MultiArray, STEP_TOPIC, on_request, 10)
+    executor = EventsExecutor()
+    executor.add_node(node)
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C (Echo.close), as the sim stops
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+class Echo:
+    """The client side, in this process (its own rclpy context); `exchange()` one empty step."""
+
+    _count = itertools.count()
+
+    def __init__(self):
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.experimental import EventsExecutor
+
+        from binpick_sim.nodes.clients.client import SimClient
+
+        self.namespace = f"/binpick_echo_{os.getpid()}_{next(self._count)}"
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", self.namespace],
+                                        cwd=Path(__file__).resolve().parent.parent,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.client = SimClient("echo_client", namespace=self.namespace, context=self.context,
+                                topics={OBSERVATION_TOPIC: String}, executor=EventsExecutor)
+        self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
+        self.request, self.request_msg = 0, Float64MultiArray()
+        self._parsed: tuple = (None, 0.0)
+        self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and
+                               self.client.subscriptions[OBSERVATION_TOPIC].get_publisher_count() > 0,
+                               TIMEOUT, "the echo process")
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # the first exchange may race discovery: ask again until one comes back
+            try:
+                self.exchange(timeout=2.0)
+                break
+            except TimeoutError:
+                if time.monotonic() > deadline:
+                    raise
+
+    def exchange(self, timeout: float = TIMEOUT) -> None:
+        self.request += 1
+        request = self.request
+        self.request_msg.data = array.array("d", [request, 0, 0])  # refilled, as RosBackend does
+        self.requester.publish(self.request_msg)
+        self.client.spin_until(lambda: self._reply() >= request, timeout, "the echo")
+
+    def _reply(self) -> float:
+        msg = self.client.latest.get(OBSERVATION_TOPIC)
+        if msg is None:
+            return 0.0
+        if self._parsed[0] is not msg:  # parsed once per message, as RosBackend._reply does
+            self._parsed = (msg, json.loads(msg.data)["request"])
+        return self._parsed[1]
+
+    def close(self) -> None:
+        import rclpy
+
+        self.client.close()
+        rclpy.try_shutdown(context=self.context)
+        self.process.send_signal(2)  # SIGINT, as a user would
+        try:
+            self.process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

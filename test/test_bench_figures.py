@@ -1,0 +1,63 @@
+"""The benchmark's figures (bench/figures.py, bench/run.py): a ratio measured in rounds is claimed on the
+median of the rounds' ratios, with their spread beside it (issue 33). No timing here: made-up numbers."""
+import json
+
+import pytest
+
+from bench.figures import Figure, per_round
+from bench.run import table
+
+
+def test_a_ratio_in_rounds_is_their_median_with_min_and_max_beside_it():
+    ratios = per_round([90.0, 100.0, 80.0, 99.0, 91.0], [100.0, 100.0, 100.0, 100.0, 100.0])
+    figure = Figure("g", "env / raw", 91.0, "steps/s", 100.0, ratios=ratios)
+    assert figure.ratio == pytest.approx(0.91)  # the median, not the mean (0.92) nor value / raw by chance
+    assert figure.spread == pytest.approx((0.80, 1.00))
+    data = json.loads(json.dumps(figure.as_dict()))
+    assert (data["ratio_min"], data["ratio"], data["ratio_max"], data["rounds"]) == \
+        pytest.approx((0.80, 0.91, 1.00, 5))
+    row = table([figure]).splitlines()[-1]
+    assert row.endswith("| 0.91 | 0.80-1.00 (5) |")
+
+
+def test_a_figure_measured_once_keeps_value_over_raw_and_no_spread():
+    figure = Figure("g", "once", 50.0, "ms", 200.0)
+    assert figure.ratio == 0.25 and figure.spread is None
+    assert figure.as_dict()["rounds"] == 0
+    assert table([figure]).splitlines()[-1].endswith("| 0.25 |  |")
+
+
+def test_rounds_are_paired_one_to_one():
+    with pytest.raises(ValueError, match="3 rounds against 2"):
+        per_round([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_the_floor_rows_give_the_gap_and_the_share_of_it_the_floor_is():
+    from bench.ros_path import floor_figures
+
+    rates = {"direct": ([250.0, 200.0, 250.0, 200.0], 4.0), "ros": ([200.0, 160.0, 200.0, 250.0], 4.6),
+             "floor": ([5000.0, 4000.0, 10000.0, 4000.0], 0.3)}
+    # gaps 1.0, 1.25, 1.0, -1.0 ms (a busy round); trips 0.2, 0.25, 0.1, 0.25 ms
+    gap, floor, cpu = floor_figures("X ros / direct, state", rates, "note")
+    assert gap.value == pytest.approx(1.0) and gap.unit == "ms"
+    assert floor.value == pytest.approx(0.225) and floor.raw_pybullet == pytest.approx(1.0)
+    assert floor.ratio == pytest.approx(0.225)  # of the medians: the busy round's negative gap moves it little
+    assert cpu.value == pytest.approx(0.3) and cpu.ratio == pytest.approx(0.5)  # of 4.6 - 4.0 ms
+
+
+def test_like_for_like_rounds_are_the_steps_between_two_marks():
+    from bench.like_for_like import Timed
+
+    def made(marks):  # (steps, step_time, physics_time, physics_calls, ik_time) after each round
+        run = Timed.__new__(Timed)
+        run.marks = [(0, 0.0, 0.0, 0, 0.0), *marks]
+        return run
+
+    env = made([(10, 0.010, 0.009, 200, 0.0005), (20, 0.030, 0.018, 400, 0.001)])
+    peer = made([(10, 0.020, 0.015, 200, 0.001), (20, 0.040, 0.030, 400, 0.002)])
+    first, second = env.rounds()
+    assert (first.steps, second.steps) == (10, 10)
+    assert second.rate == pytest.approx(10 / 0.020) and second.physics_rate == pytest.approx(10 / 0.009)
+    assert env.per_round("rate", None, "physics_rate") == pytest.approx([0.9, 0.45])
+    assert env.per_round("rate", peer) == pytest.approx([2.0, 1.0])
+    assert env.per_round("rate", None, "physics_ik_rate") == pytest.approx([0.95, 0.475])
