@@ -298,6 +298,9 @@ def _check(spec: RunSpec, workers: int, episodes: int, seed: int) -> None:
     if spec.policy == "scripted" and spec.env_id != DEFAULT_ENV:
         raise ValueError(f"the scripted policy drives {DEFAULT_ENV} only, not {spec.env_id}")
     load_policy(spec.policy)
+    config_file = spec.env_options.get("config_file")
+    if config_file is not None and not Path(config_file).is_file():
+        raise ValueError(f"scene file {config_file} does not exist")
     if spec.max_steps is not None and not 1 <= spec.max_steps <= 10**9:
         raise ValueError(f"max steps must be between 1 and 1e9, got {spec.max_steps}")
     if not 1 <= workers <= 10_000:
@@ -471,7 +474,7 @@ def summary_record(result: RunResult, spec: RunSpec, seed: int, images: dict) ->
 
     return {"env": spec.env_id, "backend": spec.backend, "observation": spec.observation,
             "image_format": spec.image_format, "images": images, "depth_png_scale": DEPTH_PNG_SCALE,
-            "policy": spec.policy, "max_steps": spec.max_steps, "seed": seed, "episodes": len(result.episodes),
+            "policy": spec.policy, "max_steps": spec.max_steps, "env_options": spec.env_options, "seed": seed, "episodes": len(result.episodes),
             "workers": result.workers, "steps": result.steps, "success_rate": result.success_rate,
             "retries": result.retries, "retried_episodes": {str(k): n for k, n in result.retried.items()},
             "episode_nodes": {str(k): node for k, node in result.nodes.items()},
@@ -506,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="how image observations are stored: parquet: png (default) or array (raw bytes); "
                         "lerobot: mp4 (default, rgb as H.264 video) or png")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on env steps per episode")
+    parser.add_argument("--config", type=Path, default=None, help="scene file (default the package's config/scene.yaml); "
+                        "recorded in dataset.json, so --replay and the exports use it too")
     parser.add_argument("--format", default="parquet", choices=FORMATS,
                         help="parquet: the dataset at --out (default); minari: that, then exported by exact replay "
                         "as a Minari dataset (binpick_sim.datasets.minari); lerobot: a LeRobot v3.0 dataset at --out "
@@ -534,7 +539,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--images {images} is not a choice with --format {args.format}: "
                      + ("mp4 or png" if lerobot else "png or array"))
     spec = RunSpec(env_id=args.env, backend=args.backend, observation=args.observation,
-                   image_format="png" if lerobot else images, policy=args.policy, max_steps=args.max_steps)
+                   image_format="png" if lerobot else images, policy=args.policy, max_steps=args.max_steps,
+                   env_options={"config_file": str(args.config.resolve())} if args.config else {})
     # --format lerobot: the episodes recorded beside --out (the lossless source), converted, then removed
     record_to = args.out.parent / f".{args.out.name}.source-{uuid.uuid4().hex[:8]}" if lerobot else args.out
     if lerobot and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):

@@ -354,3 +354,44 @@ def test_lerobot_export_bad_input_writes_nothing(images, scripted, tmp_path, cap
         rollouts_main(["--out", str(tmp_path / "y"), "--format", "lerobot", "--images", "array"])
     assert "--images array is not a choice with --format lerobot" in capsys.readouterr().err
     assert not (tmp_path / "y").exists() and sorted(os.listdir(tmp_path)) == ["full"]
+
+
+ONE_OBJECT = REPO / "config" / "scene_one_object.yaml"  # the cheap scene: a reset in ~0.1 s, not ~1 s
+
+
+@pytest.mark.slow  # two rollouts runs of 20 episodes and a replay of 20: ~75 s on the shared 2 cores, most of it Ray
+def test_the_same_twenty_scripted_episodes_give_the_same_actions_in_every_format(cluster, minari_home, tmp_path,
+                                                                                  capsys):
+    """20 scripted-picker episodes (seeds 40..59, 6 steps each, the one-object scene) recorded by `rollouts`
+    twice: as Parquet with its Minari export (by exact replay), and as LeRobot v3.0; each read back by its
+    own ecosystem's reader (pandas, minari.load_dataset, Hugging Face datasets)."""
+    for module in ("datasets", "av"):
+        _needs(module)
+    import minari
+    import pandas as pd
+
+    from binpick_sim.rollouts import main
+
+    common = ["--episodes", "20", "--workers", "2", "--seed", "40", "--max-steps", "6", "--config", str(ONE_OBJECT)]
+    assert main(["--out", str(tmp_path / "parquet"), *common, "--format", "minari",
+                 "--minari-id", "binpick_sim/franka-delta/twenty-v0"]) == 0
+    assert main(["--out", str(tmp_path / "lerobot"), *common, "--format", "lerobot"]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["lerobot", "minari", "parquet"]  # the LeRobot run's source is gone
+    capsys.readouterr()
+
+    steps = pd.read_parquet(tmp_path / "parquet" / "steps").sort_values(["episode", "step"])
+    parquet = [np.stack(steps[steps.episode == k]["action"]).astype(np.float32) for k in range(20)]
+    dataset = minari.load_dataset("binpick_sim/franka-delta/twenty-v0")
+    from_minari = [episode.actions for episode in dataset.iterate_episodes()]
+    frames = _hf_frames(tmp_path / "lerobot", tmp_path / "hf").with_format("numpy")
+    indices, actions = np.asarray(frames["episode_index"]), np.asarray(frames["action"])
+    from_lerobot = [actions[indices == k] for k in range(20)]
+    assert len(parquet) == len(from_minari) == len(from_lerobot) == 20
+    assert sum(len(a) for a in parquet) == 120 and np.abs(np.concatenate(parquet)).max() > 0  # real actions
+    for k in range(20):
+        np.testing.assert_array_equal(from_minari[k], parquet[k], err_msg=f"minari episode {k}")
+        np.testing.assert_array_equal(from_lerobot[k], parquet[k], err_msg=f"lerobot episode {k}")
+    # the scene file travels with the dataset: Minari's env and LeRobot's fps are the one-object scene's
+    assert json.loads((tmp_path / "parquet" / "dataset.json").read_text())["env_options"] == {
+        "config_file": str(ONE_OBJECT)}
+    assert json.loads((tmp_path / "lerobot" / "meta" / "info.json").read_text())["fps"] == 25  # 20 x 1/500 s

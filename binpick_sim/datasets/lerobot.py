@@ -155,7 +155,8 @@ def control_fps(meta: dict, env_options: dict | None = None) -> int:
 
         from .. import envs  # noqa: F401  (registers the env ids)
 
-        env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"], **(env_options or {}))
+        env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"],
+                       **{**meta.get("env_options", {}), **(env_options or {})})
         config = env.unwrapped.config
         period = config.simulation.timestep * config.task.steps_per_action
         env.close()
