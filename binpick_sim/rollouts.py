@@ -370,7 +370,9 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
             env_vars = {"ROS_AUTOMATIC_DISCOVERY_RANGE": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
                         "ROS_DOMAIN_ID": str((domain + 1 + index) % 102)}
             options = {"runtime_env": {"env_vars": env_vars}} if spec.backend == "ros" else {}
-            pool.append(actor.options(**options).remote(spec, counter_name))
+            # SPREAD: on a cluster, the workers go to as many nodes as have a free CPU (Ray's default packs
+            # them onto the driver's node first); one node changes nothing.
+            pool.append(actor.options(scheduling_strategy="SPREAD", **options).remote(spec, counter_name))
             owned.append(pool[-1])
         worker_info = ray.get(pool[0].info.remote())
         images = worker_info["images"]
