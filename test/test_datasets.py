@@ -180,18 +180,36 @@ def test_rollouts_format_minari_writes_both_datasets(cluster, minari_home, tmp_p
                                   np.stack(steps["action"]).astype(np.float32))
 
 
-def test_readme_minari_example_runs_on_the_exported_dataset(scripted, minari_home):
+def _readme_example(marker: str) -> str:
     import re
-
-    from binpick_sim.datasets.minari import main
 
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("### Datasets: record with `rollouts`"):]
-    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert main([str(scripted)]) == 0  # the default id, the one the example loads
-    namespace = {}
-    exec(example, namespace)
-    assert namespace["weights"].shape == (4, 5)
+    return re.search(r"```python\n(.*?)```", section[section.index(marker):], re.S).group(1)
+
+
+def test_readme_dataset_examples_train_from_lerobot_minari_and_parquet(scripted, minari_home, tmp_path,
+                                                                      monkeypatch):
+    """The README's three five-line examples, as written, on the scripted episodes in each format: the
+    Parquet dataset as `demos`, its LeRobot export as `demos-lerobot`, its Minari export under the default id."""
+    import shutil
+
+    from binpick_sim.datasets import lerobot, minari
+
+    _needs("datasets")
+    import datasets
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))  # not ~/.cache
+    shutil.copytree(scripted, "demos")
+    assert lerobot.main(["demos", "--out", "demos-lerobot"]) == 0
+    assert minari.main(["demos"]) == 0  # the default id, the one the example loads
+    # observation.state: 9 joint positions, 9 velocities, 3 gripper coordinates, gripper open; + 1 bias row
+    for marker, shape in (("**Train with LeRobot**", (23, 5)), ("**Train with Minari**", (4, 5)),
+                          ("**Your own loader**", (4, 5))):
+        namespace = {}
+        exec(_readme_example(marker), namespace)
+        assert namespace["weights"].shape == shape and np.isfinite(namespace["weights"]).all(), marker
 
 
 # --- LeRobot v3.0 ------------------------------------------------------------------------------------
