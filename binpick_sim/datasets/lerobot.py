@@ -51,6 +51,7 @@ CHUNKS_SIZE, DATA_FILE_MB, VIDEO_FILE_MB = 1000, 100, 200
 IMAGE_MODES = ("mp4", "png")
 VIDEO_CODEC, PIXEL_FORMAT, GOP, CRF = "libx264", "yuv420p", 2, 23
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)  # q01 .. q99, as LeRobot's compute_stats
+IMAGE_STATS_FRAMES = 500
 DEFAULT_FEATURES = {  # every LeRobot dataset's bookkeeping columns (lerobot.utils.constants.DEFAULT_FEATURES)
     "timestamp": {"dtype": "float32", "shape": [1], "names": None},
     "frame_index": {"dtype": "int64", "shape": [1], "names": None},
@@ -246,10 +247,12 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
             height, width = arrays[0].shape[:2]
             channels = arrays[0].shape[2] if arrays[0].ndim == 3 else 1
             name = _image_key(key)
+            # image stats on at most IMAGE_STATS_FRAMES frames spread over the dataset, as LeRobot samples them
+            sample = np.stack([arrays[i] for i in np.linspace(0, n - 1, min(n, IMAGE_STATS_FRAMES)).astype(int)])
             if key == "depth":
-                stats[name] = _stats(np.stack(arrays)[..., None] / DEPTH_PNG_SCALE, image=True)
+                stats[name] = _stats(sample[..., None] / DEPTH_PNG_SCALE, image=True)
             else:
-                stats[name] = _stats(np.stack(arrays) / 255.0, image=True)
+                stats[name] = _stats(sample / 255.0, image=True)
             if key == "rgb" and images == "mp4":
                 path = temporary / VIDEO_PATH.format(video_key=name, chunk_index=0, file_index=0)
                 video_info[name] = _write_video(path, arrays, fps)
