@@ -34,6 +34,7 @@ import numpy as np
 DEFAULT_ENV = "binpick_sim/FrankaDelta-v0"
 POLICIES = ("scripted", "random")
 IMAGE_FORMATS = ("png", "array")
+FORMATS = ("parquet", "minari", "lerobot")
 DEPTH_PNG_SCALE = 10000.0  # depth PNGs are uint16 in units of 0.1 mm; 0 = no return (inf, or beyond 6.55 m)
 STEPS_DIR, EPISODES_DIR, SUMMARY_FILE = "steps", "episodes", "dataset.json"
 MAX_SEED = 2**32 - 1  # the world seeds numpy's legacy generator, which takes 32-bit seeds
@@ -246,7 +247,9 @@ class RolloutWorker:
         self.env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
 
     def info(self) -> dict:
-        return {"pid": os.getpid(), "images": image_shapes(self.env.observation_space)}
+        config = self.env.unwrapped.config  # the control period: LeRobot's fps
+        return {"pid": os.getpid(), "images": image_shapes(self.env.observation_space),
+                "control_period_s": config.simulation.timestep * config.task.steps_per_action}
 
     def run(self, episode: EpisodeSpec):
         """(summary, steps table): two return values, so the driver can fetch the summary alone."""
@@ -254,6 +257,7 @@ class RolloutWorker:
 
         ray.get(self.counter.start.remote(episode.index))
         summary, rows = run_episode(self.env, self.spec, episode, self.factory)
+        summary["node"] = ray.get_runtime_context().get_node_id()  # the driver keeps it out of the dataset
         return summary, steps_table(rows)
 
     def close(self) -> None:
@@ -269,6 +273,7 @@ class RunResult:
     retried: dict[int, int]
     wall_s: float
     workers: int
+    nodes: dict[int, str] = field(default_factory=dict)  # episode -> id of the Ray node that ran it
 
     @property
     def success_rate(self) -> float:
@@ -293,6 +298,9 @@ def _check(spec: RunSpec, workers: int, episodes: int, seed: int) -> None:
     if spec.policy == "scripted" and spec.env_id != DEFAULT_ENV:
         raise ValueError(f"the scripted policy drives {DEFAULT_ENV} only, not {spec.env_id}")
     load_policy(spec.policy)
+    config_file = spec.env_options.get("config_file")
+    if config_file is not None and not Path(config_file).is_file():
+        raise ValueError(f"scene file {config_file} does not exist")
     if spec.max_steps is not None and not 1 <= spec.max_steps <= 10**9:
         raise ValueError(f"max steps must be between 1 and 1e9, got {spec.max_steps}")
     if not 1 <= workers <= 10_000:
@@ -362,9 +370,12 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
             env_vars = {"ROS_AUTOMATIC_DISCOVERY_RANGE": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
                         "ROS_DOMAIN_ID": str((domain + 1 + index) % 102)}
             options = {"runtime_env": {"env_vars": env_vars}} if spec.backend == "ros" else {}
-            pool.append(actor.options(**options).remote(spec, counter_name))
+            # SPREAD: on a cluster, the workers go to as many nodes as have a free CPU (Ray's default packs
+            # them onto the driver's node first); one node changes nothing.
+            pool.append(actor.options(scheduling_strategy="SPREAD", **options).remote(spec, counter_name))
             owned.append(pool[-1])
-        images = ray.get(pool[0].info.remote())["images"]
+        worker_info = ray.get(pool[0].info.remote())
+        images = worker_info["images"]
 
         start = time.perf_counter()
         queue = [EpisodeSpec(k, seed + k) for k in range(episodes)]
@@ -372,6 +383,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         running: dict = {}  # summary ref -> (worker index, table ref)
         summaries: dict[int, dict] = {}
         tables: dict[int, object] = {}
+        nodes: dict[int, str] = {}
         steps = 0
 
         def submit(index: int) -> None:
@@ -389,6 +401,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
                 done, _ = ray.wait(list(running), num_returns=1)
                 index, table_ref = running.pop(done[0])
                 summary = ray.get(done[0])
+                nodes[summary["episode"]] = summary.pop("node")
                 summaries[summary["episode"]] = summary
                 tables[summary["episode"]] = table_ref
                 steps += summary["length"]
@@ -406,8 +419,11 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         ordered = [summaries[k] for k in range(episodes)]
         write_dataset(temporary, [tables[k] for k in range(episodes)], ordered)
         retried = {k: n - 1 for k, n in sorted(counts.items()) if n > 1}
-        result = RunResult(out, ordered, steps, sum(counts.values()) - episodes, retried, wall, workers)
-        (temporary / SUMMARY_FILE).write_text(json.dumps(summary_record(result, spec, seed, images), indent=2))
+        result = RunResult(out, ordered, steps, sum(counts.values()) - episodes, retried, wall, workers,
+                           dict(sorted(nodes.items())))
+        record = summary_record(result, spec, seed, images)
+        record["control_period_s"] = worker_info["control_period_s"]
+        (temporary / SUMMARY_FILE).write_text(json.dumps(record, indent=2))
         if out.exists():
             out.rmdir()
         temporary.rename(out)
@@ -460,9 +476,10 @@ def summary_record(result: RunResult, spec: RunSpec, seed: int, images: dict) ->
 
     return {"env": spec.env_id, "backend": spec.backend, "observation": spec.observation,
             "image_format": spec.image_format, "images": images, "depth_png_scale": DEPTH_PNG_SCALE,
-            "policy": spec.policy, "max_steps": spec.max_steps, "seed": seed, "episodes": len(result.episodes),
+            "policy": spec.policy, "max_steps": spec.max_steps, "env_options": spec.env_options, "seed": seed, "episodes": len(result.episodes),
             "workers": result.workers, "steps": result.steps, "success_rate": result.success_rate,
             "retries": result.retries, "retried_episodes": {str(k): n for k, n in result.retried.items()},
+            "episode_nodes": {str(k): node for k, node in result.nodes.items()},
             "wall_s": result.wall_s, "steps_per_s": result.steps_per_s, "ray": ray.__version__}
 
 
@@ -490,12 +507,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"gym id (default {DEFAULT_ENV})")
     parser.add_argument("--backend", default="direct", choices=("direct", "ros"), help="env backend (default direct)")
     parser.add_argument("--observation", default="state", choices=("state", "image"), help="default state")
-    parser.add_argument("--images", default="png", choices=IMAGE_FORMATS,
-                        help="how image observations are stored: PNG bytes or raw array bytes (default png)")
+    parser.add_argument("--images", default=None, choices=(*IMAGE_FORMATS, "mp4"),
+                        help="how image observations are stored: parquet: png (default) or array (raw bytes); "
+                        "lerobot: mp4 (default, rgb as H.264 video) or png")
     parser.add_argument("--max-steps", type=int, default=None, help="cap on env steps per episode")
-    parser.add_argument("--format", default="parquet", choices=("parquet", "minari"),
+    parser.add_argument("--config", type=Path, default=None, help="scene file (default the package's config/scene.yaml); "
+                        "recorded in dataset.json, so --replay and the exports use it too")
+    parser.add_argument("--format", default="parquet", choices=FORMATS,
                         help="parquet: the dataset at --out (default); minari: that, then exported by exact replay "
-                        "as a Minari dataset (binpick_sim.datasets.minari; needs requirements-datasets.txt)")
+                        "as a Minari dataset (binpick_sim.datasets.minari); lerobot: a LeRobot v3.0 dataset at --out "
+                        "instead (binpick_sim.datasets.lerobot); both need requirements-datasets.txt")
+    parser.add_argument("--task", default=None, help="the task text of a LeRobot dataset (default names env and policy)")
     parser.add_argument("--minari-id", default=None, help="Minari dataset id with --format minari "
                         "(default binpick_sim/<env>/<policy>-v0)")
     parser.add_argument("--address", default=None, help="Ray cluster to join ('auto', or host:port); "
@@ -513,10 +535,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.out is None:
         parser.error("--out is required (or --replay DATASET)")
-    spec = RunSpec(env_id=args.env, backend=args.backend, observation=args.observation, image_format=args.images,
-                   policy=args.policy, max_steps=args.max_steps)
+    lerobot = args.format == "lerobot"
+    images = args.images or ("mp4" if lerobot else "png")
+    if images not in (("mp4", "png") if lerobot else IMAGE_FORMATS):
+        parser.error(f"--images {images} is not a choice with --format {args.format}: "
+                     + ("mp4 or png" if lerobot else "png or array"))
+    spec = RunSpec(env_id=args.env, backend=args.backend, observation=args.observation,
+                   image_format="png" if lerobot else images, policy=args.policy, max_steps=args.max_steps,
+                   env_options={"config_file": str(args.config.resolve())} if args.config else {})
+    # --format lerobot: the episodes recorded beside --out (the lossless source), converted, then removed
+    record_to = args.out.parent / f".{args.out.name}.source-{uuid.uuid4().hex[:8]}" if lerobot else args.out
+    if lerobot and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        parser.error(f"{args.out} exists and is not empty: choose a new --out (nothing was written)")
     try:
-        result = rollouts(args.out, args.episodes, args.workers, args.seed, spec, address=args.address,
+        result = rollouts(record_to, args.episodes, args.workers, args.seed, spec, address=args.address,
                           max_retries=args.max_retries)
     except NotWritable as exc:  # one line, as the issue asked: the usage would not help here
         print(f"rollouts: error: {exc}", file=sys.stderr)
@@ -526,6 +558,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(result.episodes)} episodes, {result.steps} steps in {result.wall_s:.1f} s "
           f"({result.steps_per_s:,.0f} steps/s) on {result.workers} workers; "
           f"success {100 * result.success_rate:.0f} %; retries {result.retries}" + (f" (episodes {sorted(result.retried)})" if result.retried else ""))
+    if lerobot:
+        from .datasets import lerobot as lerobot_export
+
+        try:
+            return lerobot_export.main([str(record_to), "--out", str(args.out), "--images", images]
+                                       + (["--task", args.task] if args.task else []))
+        finally:
+            shutil.rmtree(record_to, ignore_errors=True)
     print(f"dataset: {result.out}/{STEPS_DIR}, {result.out}/{EPISODES_DIR} (Parquet), {result.out}/{SUMMARY_FILE}")
     if args.format == "minari":
         from .datasets import minari as minari_export

@@ -51,3 +51,20 @@ def object_poses(env, seed):
         return np.clip(np.concatenate([first.position, first.orientation[:2]]), -1, 1).astype(np.float32)
 
     return act
+
+
+def marked(env, seed):
+    """The seeded random policy, leaving a file `<node>-<seed>` in $BINPICK_MARK_DIR as each episode starts, where
+    <node> is $BINPICK_TEST_NODE of the `ray start` whose raylet started this worker: which node runs what, as
+    it happens. 20 ms per step, so that an episode lasts long enough to be caught mid-way."""
+    import time
+
+    node = os.environ.get("BINPICK_TEST_NODE", "local")
+    open(os.path.join(os.environ["BINPICK_MARK_DIR"], f"{node}-{seed}"), "a").close()
+    act = random(env, seed)
+
+    def step(observation):
+        time.sleep(0.02)
+        return act(observation)
+
+    return step

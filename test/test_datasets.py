@@ -180,15 +180,236 @@ def test_rollouts_format_minari_writes_both_datasets(cluster, minari_home, tmp_p
                                   np.stack(steps["action"]).astype(np.float32))
 
 
-def test_readme_minari_example_runs_on_the_exported_dataset(scripted, minari_home):
+def _readme_example(marker: str) -> str:
     import re
-
-    from binpick_sim.datasets.minari import main
 
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("### Datasets: record with `rollouts`"):]
-    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert main([str(scripted)]) == 0  # the default id, the one the example loads
-    namespace = {}
-    exec(example, namespace)
-    assert namespace["weights"].shape == (4, 5)
+    return re.search(r"```python\n(.*?)```", section[section.index(marker):], re.S).group(1)
+
+
+def test_readme_dataset_examples_train_from_lerobot_minari_and_parquet(scripted, minari_home, tmp_path,
+                                                                      monkeypatch):
+    """The README's three five-line examples, as written, on the scripted episodes in each format: the
+    Parquet dataset as `demos`, its LeRobot export as `demos-lerobot`, its Minari export under the default id."""
+    import shutil
+
+    from binpick_sim.datasets import lerobot, minari
+
+    _needs("datasets")
+    import datasets
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))  # not ~/.cache
+    shutil.copytree(scripted, "demos")
+    assert lerobot.main(["demos", "--out", "demos-lerobot"]) == 0
+    assert minari.main(["demos"]) == 0  # the default id, the one the example loads
+    # observation.state: 9 joint positions, 9 velocities, 3 gripper coordinates, gripper open; + 1 bias row
+    for marker, shape in (("**Train with LeRobot**", (23, 5)), ("**Train with Minari**", (4, 5)),
+                          ("**Your own loader**", (4, 5))):
+        namespace = {}
+        exec(_readme_example(marker), namespace)
+        assert namespace["weights"].shape == shape and np.isfinite(namespace["weights"]).all(), marker
+
+
+# --- LeRobot v3.0 ------------------------------------------------------------------------------------
+
+def _needs(module: str):
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"needs {module} (requirements-datasets.txt, installed by make test)")
+
+
+@pytest.fixture(scope="module")
+def images(cluster, tmp_path_factory):
+    """Two short FrankaDelta-v0 image episodes (64x64 rgb, random actions) as a rollouts dataset."""
+    from binpick_sim.rollouts import RunSpec, rollouts
+
+    out = tmp_path_factory.mktemp("images") / "dataset"
+    rollouts(out, 2, 1, 21, RunSpec(observation="image", policy="random", max_steps=6), progress=False)
+    return out
+
+
+def _doctor(folder: Path) -> tuple[int, dict]:
+    """lerobot-doctor (PyPI; an independent v3.0 checker that needs no torch) in CI mode: exit status and report."""
+    import shutil
+    import subprocess
+    import sys
+
+    doctor = shutil.which("lerobot-doctor", path=str(Path(sys.executable).parent)) or "lerobot-doctor"
+    done = subprocess.run([doctor, "check", str(folder), "--ci"], capture_output=True, text=True, timeout=120)
+    return done.returncode, json.loads(done.stdout)
+
+
+def _format_problems(report: dict) -> list[str]:
+    """Failures anywhere, and warnings of the checks about the layout (not the data's quality: episodes of 6
+    frames are 'too short' for ACT, a random policy's rewards are all 0)."""
+    layout = {"Metadata & Format Compliance", "Video Integrity", "Temporal Consistency", "Portability"}
+    return [f"{c['name']}: {m['message']}" for c in report["checks"] for m in c["messages"]
+            if m["severity"] == "FAIL" or (m["severity"] == "WARN" and c["name"] in layout)]
+
+
+def _hf_frames(folder: Path, cache: Path):
+    """The data files through Hugging Face `datasets`' own parquet loader."""
+    import datasets
+
+    files = sorted(str(p) for p in (folder / "data").glob("chunk-*/file-*.parquet"))
+    return datasets.load_dataset("parquet", data_files=files, split="train", cache_dir=str(cache))
+
+
+@pytest.mark.parametrize("mode", ["mp4", "png"])
+def test_lerobot_export_passes_lerobot_doctor_and_loads_in_hf_datasets(images, tmp_path, mode):
+    for module in ("datasets", "av", "lerobot_doctor"):
+        _needs(module)
+    import av
+    import cv2
+    import pandas as pd
+
+    from binpick_sim.datasets.lerobot import main
+    from binpick_sim.rollouts import read_dataset
+
+    out = tmp_path / "lerobot"
+    assert main([str(images), "--out", str(out), "--images", mode]) == 0
+    steps, episodes = read_dataset(images)
+    n = len(steps)
+    info = json.loads((out / "meta/info.json").read_text())
+    # the v3.0 layout as LeRobot's own writer makes it (lerobot/datasets/utils.py)
+    assert info["codebase_version"] == "v3.0" and info["fps"] == 10  # 24 physics steps of 1/240 s per env step
+    assert info["robot_type"] == "franka_panda" and info["total_episodes"] == 2 and info["total_frames"] == n
+    assert info["total_tasks"] == 1 and info["splits"] == {"train": "0:2"} and info["chunks_size"] == 1000
+    assert info["data_path"] == "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+    assert info["video_path"] == ("videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+                                  if mode == "mp4" else None)
+    features = info["features"]
+    for name in ("timestamp", "frame_index", "episode_index", "index", "task_index"):
+        assert features[name] == {"dtype": "float32" if name == "timestamp" else "int64", "shape": [1], "names": None}
+    assert features["action"] == {"dtype": "float32", "shape": [5], "names": ["dx", "dy", "dz", "dyaw", "gripper"]}
+    assert features["observation.ee_position"]["shape"] == [3] and features["observation.state"]["shape"] == [4]
+    assert features["next.reward"]["dtype"] == "float32" and features["next.done"]["dtype"] == "bool"
+    rgb = features["observation.images.rgb"]
+    assert rgb["dtype"] == ("video" if mode == "mp4" else "image") and rgb["shape"] == [64, 64, 3]
+    assert all(set(f) >= {"dtype", "shape", "names"} for f in features.values())
+    for path in ("meta/stats.json", "meta/tasks.parquet", "meta/episodes/chunk-000/file-000.parquet",
+                 "data/chunk-000/file-000.parquet"):
+        assert (out / path).is_file(), path
+
+    status, report = _doctor(out)
+    assert status == 0 and _format_problems(report) == [], _format_problems(report)
+
+    frames = _hf_frames(out, tmp_path / "hf")
+    assert len(frames) == n and frames.features["action"].length == 5
+    np.testing.assert_array_equal(np.asarray(frames["action"]), np.stack(steps["action"]).astype(np.float32))
+    np.testing.assert_array_equal(frames["episode_index"], steps["episode"])
+    np.testing.assert_array_equal(frames["frame_index"], steps["step"])
+    np.testing.assert_array_equal(frames["index"], np.arange(n))
+    np.testing.assert_allclose(frames["timestamp"], steps["step"] / 10.0, rtol=1e-6)
+    np.testing.assert_array_equal(frames["next.reward"], steps["reward"].astype(np.float32))
+    np.testing.assert_array_equal(frames["next.done"], steps["terminated"] | steps["truncated"])
+    recorded = [cv2.cvtColor(cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+                for b in steps["observation.rgb"]]
+
+    tasks = pd.read_parquet(out / "meta/tasks.parquet")
+    assert tasks.index.name == "task" and tasks["task_index"].tolist() == [0]
+    meta = pd.read_parquet(out / "meta/episodes/chunk-000/file-000.parquet")
+    assert meta["episode_index"].tolist() == [0, 1] and meta["length"].tolist() == episodes["length"].tolist()
+    assert meta["dataset_from_index"].tolist() == [0, episodes["length"][0]] and meta["dataset_to_index"].tolist()[-1] == n
+    assert meta["seed"].tolist() == [21, 22] and [list(t) for t in meta["tasks"]] == [[tasks.index[0]]] * 2
+    stats = json.loads((out / "meta/stats.json").read_text())
+    np.testing.assert_allclose(stats["action"]["mean"], np.stack(steps["action"]).mean(0), rtol=1e-5)
+    assert stats["observation.images.rgb"]["mean"] and np.shape(stats["observation.images.rgb"]["mean"]) == (3, 1, 1)
+
+    if mode == "png":  # lossless: the images as recorded, pixel for pixel
+        for image, expected in zip(frames["observation.images.rgb"], recorded):
+            np.testing.assert_array_equal(np.asarray(image), expected)
+        return
+    assert "observation.images.rgb" not in frames.features  # video frames live in the MP4, not the data file
+    key = "videos/observation.images.rgb"
+    assert meta[f"{key}/from_timestamp"].tolist() == [0.0, episodes["length"][0] / 10.0]
+    with av.open(str(out / "videos/observation.images.rgb/chunk-000/file-000.mp4")) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == "h264" and stream.average_rate == 10
+        decoded = [(float(f.pts * f.time_base), f.to_ndarray(format="rgb24")) for f in container.decode(stream)]
+    assert len(decoded) == n
+    # frame k of episode e sits at from_timestamp(e) + k / fps, as LeRobot's decoder looks it up
+    for row, (stamp, frame) in enumerate(decoded):
+        episode, step = steps["episode"][row], steps["step"][row]
+        assert stamp == pytest.approx(meta[f"{key}/from_timestamp"][episode] + step / 10.0)
+        assert np.abs(frame.astype(float) - recorded[row]).mean() < 6  # lossy H.264, the same picture
+
+
+def test_lerobot_doctor_catches_a_broken_export(images, tmp_path):
+    """The checker is not blind: a LeRobot dataset whose totals lie, or whose video is gone, fails it."""
+    for module in ("datasets", "av", "lerobot_doctor"):
+        _needs(module)
+    import shutil
+
+    from binpick_sim.datasets.lerobot import to_lerobot
+
+    good = to_lerobot(images, tmp_path / "good")
+    lying = shutil.copytree(good, tmp_path / "lying")
+    info = json.loads((lying / "meta/info.json").read_text())
+    (lying / "meta/info.json").write_text(json.dumps({**info, "total_frames": info["total_frames"] + 3}))
+    no_video = shutil.copytree(good, tmp_path / "no_video")
+    shutil.rmtree(no_video / "videos")
+    for broken, message in ((lying, "total_frames"), (no_video, "Video files missing")):
+        status, report = _doctor(broken)
+        assert status == 1 and any(message in p for p in _format_problems(report)), _format_problems(report)
+
+
+def test_lerobot_export_bad_input_writes_nothing(images, scripted, tmp_path, capsys):
+    _needs("datasets")
+    from binpick_sim.datasets.lerobot import main
+    from binpick_sim.rollouts import main as rollouts_main
+
+    assert main([str(tmp_path), "--out", str(tmp_path / "x")]) == 2
+    assert "not a rollouts dataset" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    assert main([str(scripted), "--out", str(tmp_path / "full")]) == 2
+    assert "not empty" in capsys.readouterr().err and os.listdir(tmp_path / "full") == ["keep.txt"]
+    with pytest.raises(SystemExit):
+        rollouts_main(["--out", str(tmp_path / "y"), "--format", "lerobot", "--images", "array"])
+    assert "--images array is not a choice with --format lerobot" in capsys.readouterr().err
+    assert not (tmp_path / "y").exists() and sorted(os.listdir(tmp_path)) == ["full"]
+
+
+ONE_OBJECT = REPO / "config" / "scene_one_object.yaml"  # the cheap scene: a reset in ~0.1 s, not ~1 s
+
+
+@pytest.mark.slow  # two rollouts runs of 20 episodes and a replay of 20: ~75 s on the shared 2 cores, most of it Ray
+def test_the_same_twenty_scripted_episodes_give_the_same_actions_in_every_format(cluster, minari_home, tmp_path,
+                                                                                  capsys):
+    """20 scripted-picker episodes (seeds 40..59, 6 steps each, the one-object scene) recorded by `rollouts`
+    twice: as Parquet with its Minari export (by exact replay), and as LeRobot v3.0; each read back by its
+    own ecosystem's reader (pandas, minari.load_dataset, Hugging Face datasets)."""
+    for module in ("datasets", "av"):
+        _needs(module)
+    import minari
+    import pandas as pd
+
+    from binpick_sim.rollouts import main
+
+    common = ["--episodes", "20", "--workers", "2", "--seed", "40", "--max-steps", "6", "--config", str(ONE_OBJECT)]
+    assert main(["--out", str(tmp_path / "parquet"), *common, "--format", "minari",
+                 "--minari-id", "binpick_sim/franka-delta/twenty-v0"]) == 0
+    assert main(["--out", str(tmp_path / "lerobot"), *common, "--format", "lerobot"]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["lerobot", "minari", "parquet"]  # the LeRobot run's source is gone
+    capsys.readouterr()
+
+    steps = pd.read_parquet(tmp_path / "parquet" / "steps").sort_values(["episode", "step"])
+    parquet = [np.stack(steps[steps.episode == k]["action"]).astype(np.float32) for k in range(20)]
+    dataset = minari.load_dataset("binpick_sim/franka-delta/twenty-v0")
+    from_minari = [episode.actions for episode in dataset.iterate_episodes()]
+    frames = _hf_frames(tmp_path / "lerobot", tmp_path / "hf").with_format("numpy")
+    indices, actions = np.asarray(frames["episode_index"]), np.asarray(frames["action"])
+    from_lerobot = [actions[indices == k] for k in range(20)]
+    assert len(parquet) == len(from_minari) == len(from_lerobot) == 20
+    assert sum(len(a) for a in parquet) == 120 and np.abs(np.concatenate(parquet)).max() > 0  # real actions
+    for k in range(20):
+        np.testing.assert_array_equal(from_minari[k], parquet[k], err_msg=f"minari episode {k}")
+        np.testing.assert_array_equal(from_lerobot[k], parquet[k], err_msg=f"lerobot episode {k}")
+    # the scene file travels with the dataset: Minari's env and LeRobot's fps are the one-object scene's
+    assert json.loads((tmp_path / "parquet" / "dataset.json").read_text())["env_options"] == {
+        "config_file": str(ONE_OBJECT)}
+    assert json.loads((tmp_path / "lerobot" / "meta" / "info.json").read_text())["fps"] == 25  # 20 x 1/500 s

@@ -107,7 +107,8 @@ def to_minari(folder: str | Path, dataset_id: str | None = None, env_options: di
         raise FileExistsError(f"Minari dataset {dataset_id} exists: choose another --id (nothing was written)")
     steps, episodes = read_dataset(folder)
     columns = [c for c in steps.columns if c.startswith("observation.")]
-    env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"], **(env_options or {}))
+    env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"],
+                   **{**meta.get("env_options", {}), **(env_options or {})})
     try:
         buffers = [replay_episode(env, episode, steps[steps.episode == episode.episode], meta, columns)
                    for episode in episodes.itertuples(index=False)]

@@ -69,7 +69,8 @@ def replay(folder: str | Path, env_options: dict | None = None) -> ReplayResult:
     meta = json.loads((folder / SUMMARY_FILE).read_text())
     steps, episodes = read_dataset(folder)
     columns = [c for c in steps.columns if c.startswith("observation.")]
-    env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"], **(env_options or {}))
+    env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"],
+                   **{**meta.get("env_options", {}), **(env_options or {})})
     result = ReplayResult()
     try:
         for episode in episodes.itertuples(index=False):
