@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -80,6 +81,30 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
         assert "Traceback" not in output, (delay, output)
         if process.returncode == 130:
             assert output.splitlines()[-1] == INTERRUPTED and output.count(INTERRUPTED) == 1, (delay, output)
+
+
+def test_ctrl_c_inside_a_c_extensions_import_exits_with_one_line():
+    """numpy's C import (import_array) prints the KeyboardInterrupt's traceback itself and raises a bare
+    ImportError in its place (seen once in CI): still one line and 130, nothing of the traceback shown."""
+    shim = textwrap.dedent("""
+        import builtins, os, signal, sys, time, traceback
+        from binpick_sim.nodes.process import entry
+        real_import = builtins.__import__
+        def import_like_numpy(name, *args, **kwargs):
+            if name == "stack":
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.5)  # the handler raises here
+                except KeyboardInterrupt:
+                    traceback.print_exc()  # as PyErr_Print does, into sys.stderr
+                    raise ImportError("numpy.core.multiarray failed to import") from None
+            return real_import(name, *args, **kwargs)
+        builtins.__import__ = import_like_numpy
+        sys.exit(entry.main())
+    """)
+    result = subprocess.run([sys.executable, "-c", shim], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.splitlines() == [INTERRUPTED], result.stderr
 
 
 def test_an_unknown_controller_is_refused_before_the_world_is_built():

@@ -1,15 +1,36 @@
 """The `sim` executable's entry point. It imports nothing heavy itself, so that Ctrl-C while Python is
 still loading rclpy and PyBullet ends with one line, as it does later in start-up, not a traceback."""
+import io
 import os
+import signal
 import sys
 
 INTERRUPTED = "binpick_sim: interrupted while starting"
+_SIGNALLED: list[int] = []  # SIGINTs seen while starting (a C extension may print and swallow the exception)
+
+
+def _on_sigint(signum, frame) -> None:
+    _SIGNALLED.append(signum)
+    raise KeyboardInterrupt
 
 
 def main() -> int:
+    signal.signal(signal.SIGINT, _on_sigint)  # as Python's own handler, and remembered, while importing
+    # What the imports print is held until they are done: an interrupt inside a C extension's import (numpy's
+    # import_array) is printed there as a traceback, then turned into an ImportError without its cause.
+    held, sys.stderr = sys.stderr, io.StringIO()
     try:
         from .stack import main as serve
-
+    except BaseException as exc:
+        printed, sys.stderr = sys.stderr.getvalue(), held
+        if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, ImportError) and interrupted(exc)):
+            stop_interrupted()
+        sys.stderr.write(printed)
+        raise
+    printed, sys.stderr = sys.stderr.getvalue(), held
+    sys.stderr.write(printed)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the stack sets up its own from here on
+    try:
         return serve()
     except KeyboardInterrupt:
         stop_interrupted()
@@ -27,7 +48,9 @@ def stop_interrupted() -> int:  # never returns
 
 
 def interrupted(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is in the exception's chain of causes."""
+    """Whether a KeyboardInterrupt is in the exception's chain of causes, or a SIGINT came while starting."""
+    if _SIGNALLED:
+        return True
     while exc is not None:
         if isinstance(exc, KeyboardInterrupt):
             return True
