@@ -158,10 +158,12 @@ class RosBackend:
     TIMEOUT = TIMEOUT
 
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
-                 sim_parameters: dict | None = None):
+                 sim_parameters: dict | None = None, privileged: bool = False):
         """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
-        {"executor": "single"} to compare executors. ForkedAfterRos in a process forked after its parent
-        started ROS (it would hang)."""
+        {"executor": "single"} to compare executors. `privileged`: the task node sends the objects' and
+        bins' state with every reply (its parameter `privileged`); without it `privileged_state()` is
+        refused, and a plain state or image env pays nothing for it. ForkedAfterRos in a process forked
+        after its parent started ROS (it would hang)."""
         global _ros_started_in
         if _forked_from_ros is not None:
             raise ForkedAfterRos(
@@ -183,6 +185,7 @@ class RosBackend:
         self.namespace = namespace or f"/binpick_env_{os.getpid()}_{next(self._count)}"
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
+        self.privileged = bool(privileged)
         self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
                                    "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                   log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
@@ -202,6 +205,10 @@ class RosBackend:
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
             s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
             self.TIMEOUT, f"the sim process in {self.namespace}")
+        if self.privileged:  # set at run time: rcl's `-p node:name` overrides miss a node in a namespace
+            from rclpy.parameter import Parameter
+
+            self._set_node_parameters("task", [Parameter("privileged", value=True)])
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter
@@ -251,7 +258,8 @@ class RosBackend:
                            np.array(reply["ee_position"]), np.array(reply["ee_orientation"]), status, stamp,
                            rgb=self.client.rgb() if self.images else None,
                            depth=self.client.depth() if self.images else None,
-                           objects=[self._object(*o) for o in reply["objects"]], privileged=reply["privileged"])
+                           objects=[self._object(*o) for o in reply["objects"]],
+                           privileged=reply["privileged"] if "privileged" in reply else _not_asked)
 
     def _reply(self) -> dict:
         msg = self.client.latest.get(self.observation_topic)
@@ -307,13 +315,19 @@ class RosBackend:
         self.folder.cleanup()
 
 
+def _not_asked() -> dict:
+    raise RuntimeError("this ROS backend was made without the privileged state (RosBackend(privileged=True): "
+                       "an env with observation 'privileged' / 'state_dict' or reward_type 'dense' asks for it)")
+
+
 OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects",
             "privileged")
 
 
-def make_backend(name: str, config: Config, images: bool, gui: bool = False, **options):
+def make_backend(name: str, config: Config, images: bool, gui: bool = False, privileged: bool = False, **options):
+    """`privileged`: whether the env reads the privileged state (the direct backend reads it lazily anyway)."""
     if name == "direct":
         return DirectBackend(config, images, gui)
     if name == "ros":
-        return RosBackend(config, images, gui, **options)
+        return RosBackend(config, images, gui, privileged=privileged, **options)
     raise ValueError(f"backend must be 'direct' or 'ros', got {name!r}")

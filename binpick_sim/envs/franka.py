@@ -115,6 +115,7 @@ class FrankaEnv(gym.Env):
         options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters)) if v is not None}
         # Made at the first reset: a vector env builds one env in the parent process just to read its
         # spaces, and a DDS participant in a parent that then forks would hang the children.
+        options["privileged"] = self.needs_privileged()  # over ROS the task node sends it only when asked
         self._make_backend = lambda: make_backend(backend, config, images, gui=render_mode == "human", **options)
         self._backend_args = (backend, images, render_mode == "human", options)  # load_scene's
         self._scene_base = config  # the scene file as given (with camera_size / renderer): load_scene's start
@@ -128,6 +129,10 @@ class FrankaEnv(gym.Env):
         self.episode_start = 0.0
         self.steps = 0
         self.gripper_open = True
+
+    def needs_privileged(self) -> bool:
+        """Whether this env reads the objects' and bins' state (its observation or its reward does)."""
+        return self.observation_mode in PRIVILEGED or self.reward_type == "dense"
 
     @classmethod
     def argument_names(cls) -> list[str]:
