@@ -17,7 +17,7 @@ from tqdm import tqdm  # noqa: E402
 from .figures import Figure, machine  # noqa: E402
 
 MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
-           "memory", "standard", "rollouts", "datasets"]
+           "memory", "standard", "rollouts", "datasets", "learnability"]
 
 
 def collect(names: list[str]) -> list[Figure]:

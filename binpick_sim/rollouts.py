@@ -37,6 +37,8 @@ IMAGE_FORMATS = ("png", "array")
 FORMATS = ("parquet", "minari", "lerobot")
 DEPTH_PNG_SCALE = 10000.0  # depth PNGs are uint16 in units of 0.1 mm; 0 = no return (inf, or beyond 6.55 m)
 STEPS_DIR, EPISODES_DIR, SUMMARY_FILE = "steps", "episodes", "dataset.json"
+OBSERVATIONS = ("state", "image", "privileged", "state_dict")  # --observation (README "Learning")
+FLAT_KEY = "vector"  # a flat observation's (`privileged`) column: observation.vector
 MAX_SEED = 2**32 - 1  # the world seeds numpy's legacy generator, which takes 32-bit seeds
 
 
@@ -115,8 +117,11 @@ def info_json(info: dict) -> str:
 
 
 def observation_columns(observation: dict, image_format: str) -> dict:
-    """One observation as dataset columns: `observation.<key>`; vectors as lists, images as bytes."""
+    """One observation as dataset columns: `observation.<key>`; vectors as lists, images as bytes. A flat
+    observation (not a dict: `privileged`) is one column, `observation.vector`."""
     columns = {}
+    if not isinstance(observation, dict):
+        observation = {FLAT_KEY: observation}
     for key in sorted(observation):
         value = observation[key]
         if _is_image(key, value):
@@ -291,8 +296,8 @@ def _check(spec: RunSpec, workers: int, episodes: int, seed: int) -> None:
         raise ValueError(f"env must be one of {sorted(ENV_IDS)}, got {spec.env_id!r}")
     if spec.backend not in ("direct", "ros"):
         raise ValueError(f"backend must be 'direct' or 'ros', got {spec.backend!r}")
-    if spec.observation not in ("state", "image"):
-        raise ValueError(f"observation must be 'state' or 'image', got {spec.observation!r}")
+    if spec.observation not in OBSERVATIONS:
+        raise ValueError(f"observation must be one of {OBSERVATIONS}, got {spec.observation!r}")
     if spec.image_format not in IMAGE_FORMATS:
         raise ValueError(f"images must be one of {IMAGE_FORMATS}, got {spec.image_format!r}")
     if spec.policy == "scripted" and spec.env_id != DEFAULT_ENV:
@@ -506,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="scripted | random | module:function, a factory function(env, seed) -> act(observation)")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"gym id (default {DEFAULT_ENV})")
     parser.add_argument("--backend", default="direct", choices=("direct", "ros"), help="env backend (default direct)")
-    parser.add_argument("--observation", default="state", choices=("state", "image"), help="default state")
+    parser.add_argument("--observation", default="state", choices=OBSERVATIONS,
+                        help="default state; privileged / state_dict add the objects and bins (README 'Learning')")
     parser.add_argument("--images", default=None, choices=(*IMAGE_FORMATS, "mp4"),
                         help="how image observations are stored: parquet: png (default) or array (raw bytes); "
                         "lerobot: mp4 (default, rgb as H.264 video) or png")

@@ -49,3 +49,14 @@ def test_yaw_step_takes_the_short_way_round():
     assert yaw_step(0.0, np.pi) == pytest.approx(0.0)
     assert yaw_step(0.1, -0.1) == pytest.approx(-0.2)
     assert abs(yaw_step(0.0, 1.5)) <= np.pi / 2
+
+
+def test_beside_a_wall_the_grasp_turns_or_moves_to_keep_the_fingers_inside():
+    """A long object lying along the +y wall, 2 cm from it: across its narrow side the fingers would
+    reach 4.7 cm toward the wall. Another yaw or a grasp point moved along the closing direction keeps
+    them inside, with the object still between the open fingers (they open 8 cm)."""
+    stick = box("stick", [0.5, -0.18 + 0.075 - 0.02, 0.01], [0.03, 0.008, 0.008])
+    grasp = choose_grasp([stick], interior=INTERIOR)
+    fingers = finger_points(grasp.position[:2], grasp.yaw)
+    assert INTERIOR.margin(fingers) > 0
+    assert np.linalg.norm(grasp.position[:2] - stick.position[:2]) < 0.013

@@ -46,6 +46,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 class ForkedAfterRos(RuntimeError):
     """A ROS backend asked for in a process forked from one that had started ROS."""
+SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
 UNTIL_REACHED = "_until_reached"  # a command's suffix in task/step's codes (task_node.STEP_COMMANDS)
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
 RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
@@ -61,6 +62,7 @@ class Observation:
     stamp: float  # sim time
     rgb: np.ndarray | None = None
     depth: np.ndarray | None = None
+    segmentation: np.ndarray | None = None  # H×W int32 labels (cell/vision/labels.py), when asked for
     objects: list[ObjectView] | Callable[[], list[ObjectView]] = field(default_factory=list)
     # picking.privileged's state (read from the world when first asked, as `objects`)
     privileged: dict | Callable[[], dict] = field(default_factory=dict)
@@ -88,6 +90,7 @@ class DirectBackend:
         self.sim.reset(seed=config.simulation.seed)  # as the world node does when it starts
         self.task = PickTask(self.sim, config.task)
         self.images = images
+        self.segmentation = False  # make_backend's: render the mask too (the `segmentation` observation)
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         self.sim.reset(seed=seed, keep_object_type=keep_object_type)
@@ -122,11 +125,20 @@ class DirectBackend:
     def observe(self, status: dict) -> Observation:
         position, velocity, _ = self.sim.arm.joint_states()
         ee_position, ee_orientation = self.sim.arm.ee_pose()
-        frame = self.sim.camera.render(segmentation=False) if self.images else None
+        frame = self.sim.camera.render(segmentation=self.segmentation) if self.images else None
         return Observation(position, velocity, ee_position, ee_orientation, status, self.sim.world.time,
                            rgb=frame.rgb if frame else None, depth=frame.depth if frame else None,
+                           segmentation=self._labels(frame),
                            objects=self._read_later(self.sim.object_views, "object_views"),
                            privileged=self._read_later(lambda: privileged_state(self.sim), "privileged_state"))
+
+    def _labels(self, frame) -> np.ndarray | None:
+        """The frame's body ids as the camera node publishes them on camera/segmentation/image_raw."""
+        if frame is None or frame.segmentation is None:
+            return None
+        from ..cell.vision.labels import label_image
+
+        return label_image(self.sim, frame.segmentation)
 
     def _read_later(self, reader: Callable, name: str) -> Callable:
         """What reads the objects later, as they are now: refused once the world has moved on (only the
@@ -159,10 +171,14 @@ class RosBackend:
     TIMEOUT = TIMEOUT
 
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
-                 sim_parameters: dict | None = None):
+                 sim_parameters: dict | None = None, privileged: bool = False, segmentation: bool = False):
         """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
-        {"executor": "single"} to compare executors. ForkedAfterRos in a process forked after its parent
-        started ROS (it would hang)."""
+        {"executor": "single"} to compare executors. `privileged`: the task node sends the objects' and
+        bins' state with every reply (its parameter `privileged`); without it `privileged_state()` is
+        refused, and a plain state or image env pays nothing for it. `segmentation`: also wait for the
+        camera's segmentation image of each step (the camera node renders it only while it is watched).
+        ForkedAfterRos in a process forked
+        after its parent started ROS (it would hang)."""
         global _ros_started_in
         if _forked_from_ros is not None:
             raise ForkedAfterRos(
@@ -180,10 +196,12 @@ class RosBackend:
         from ..nodes.servers.task_node import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
+        self.segmentation = bool(segmentation and images)
         self.configured_camera = dataclasses.asdict(config.camera)  # what a reset restores (set_camera)
         self.namespace = namespace or f"/binpick_env_{os.getpid()}_{next(self._count)}"
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
+        self.privileged = bool(privileged)
         self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
                                    "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                   log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
@@ -193,6 +211,10 @@ class RosBackend:
         topics = {OBSERVATION_TOPIC: String}
         if images:
             topics.update({t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw")})
+        if self.segmentation:
+            from sensor_msgs.msg import Image
+
+            topics[SEGMENTATION_TOPIC] = Image
         self.client = SimClient("gym_env", namespace=self.namespace, context=self.context, topics=topics,
                                 executor=EventsExecutor)
         self.client.watchdog = self.process.check_alive
@@ -205,6 +227,10 @@ class RosBackend:
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
             s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
             self.TIMEOUT, f"the sim process in {self.namespace}")
+        if self.privileged:  # set at run time: rcl's `-p node:name` overrides miss a node in a namespace
+            from rclpy.parameter import Parameter
+
+            self._set_node_parameters("task", [Parameter("privileged", value=True)])
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter
@@ -247,14 +273,19 @@ class RosBackend:
             raise ValueError(f"the arm node rejected the {command} command {list(values)} (see its log)")
         stamp = reply["stamp"]
         if self.images:
-            for topic in ("camera/image_raw", "camera/depth/image_raw"):
+            for topic in ("camera/image_raw", "camera/depth/image_raw") + (SEGMENTATION_TOPIC,) * self.segmentation:
                 self.client.wait_for_stamp(topic, stamp, timeout=timeout)
         status = {k: v for k, v in reply.items() if k not in OBSERVED}
         return Observation(np.array(reply["joint_positions"]), np.array(reply["joint_velocities"]),
                            np.array(reply["ee_position"]), np.array(reply["ee_orientation"]), status, stamp,
                            rgb=self.client.rgb() if self.images else None,
                            depth=self.client.depth() if self.images else None,
-                           objects=[self._object(*o) for o in reply["objects"]], privileged=reply["privileged"])
+                           segmentation=self._segmentation() if self.segmentation else None,
+                           objects=[self._object(*o) for o in reply["objects"]],
+                           privileged=reply["privileged"] if "privileged" in reply else _not_asked)
+
+    def _segmentation(self) -> np.ndarray:
+        return self.client.bridge.imgmsg_to_cv2(self.client.latest[SEGMENTATION_TOPIC], desired_encoding="32SC1")
 
     def _reply(self) -> dict:
         msg = self.client.latest.get(self.observation_topic)
@@ -310,13 +341,23 @@ class RosBackend:
         self.folder.cleanup()
 
 
+def _not_asked() -> dict:
+    raise RuntimeError("this ROS backend was made without the privileged state (RosBackend(privileged=True): "
+                       "an env with observation 'privileged' / 'state_dict' or reward_type 'dense' asks for it)")
+
+
 OBSERVED = ("request", "taken", "joint_positions", "joint_velocities", "ee_position", "ee_orientation", "objects",
             "privileged")
 
 
-def make_backend(name: str, config: Config, images: bool, gui: bool = False, **options):
+def make_backend(name: str, config: Config, images: bool, gui: bool = False, privileged: bool = False,
+                 segmentation: bool = False, **options):
+    """`privileged`: whether the env reads the privileged state (the direct backend reads it lazily anyway);
+    `segmentation`: whether each observation holds the camera's segmentation labels too."""
     if name == "direct":
-        return DirectBackend(config, images, gui)
+        backend = DirectBackend(config, images, gui)
+        backend.segmentation = bool(segmentation and images)
+        return backend
     if name == "ros":
-        return RosBackend(config, images, gui, **options)
+        return RosBackend(config, images, gui, privileged=privileged, segmentation=segmentation, **options)
     raise ValueError(f"backend must be 'direct' or 'ros', got {name!r}")

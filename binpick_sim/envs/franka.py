@@ -25,10 +25,12 @@ from ..cell.ik import clip
 from ..config import load_config
 from ..paths import default_config
 from .backends import Observation, make_backend
+from .cameras import SEGMENTATION_LOW, with_preset
 from .privileged import PrivilegedLayout, shaping
 
-OBSERVATIONS = ("image", "state", "privileged", "state_dict")
+OBSERVATIONS = ("image", "state", "privileged", "state_dict", "rgbd", "segmentation")
 PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Learning")
+CAMERA_OBSERVATIONS = ("image", "rgbd", "segmentation")  # rendered every step
 REWARD_TYPES = ("sparse", "dense")
 BACKENDS = ("direct", "ros")
 RENDER_MODES = ("rgb_array", "depth_array", "human")
@@ -63,7 +65,7 @@ class FrankaEnv(gym.Env):
                  render_mode: str | None = None, camera_size: tuple[int, int] | None = None,
                  renderer: str | None = None, render_depth: bool = False, until_reached: bool = False,
                  namespace: str | None = None, sim_parameters: dict | None = None, reward_type: str = "sparse",
-                 **unknown):
+                 camera_preset: str | None = None, **unknown):
         """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
         `render_depth`: with render_mode "rgb_array", each frame `render()` returns shows the depth image
         beside the rgb one (one uint8 image, as RecordVideo records it); `render(get_depth_data=True)`
@@ -71,7 +73,9 @@ class FrankaEnv(gym.Env):
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`: the ROS backend's (RosBackend). `reward_type`: "sparse", the task's
         reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
-        height (README "Learning"). Any other keyword is refused with
+        height (README "Learning"). `camera_preset`: "pick_bin", the camera aimed at the pick bin for
+        learning from pixels (envs/cameras.py; `camera_size` still sets its image size), or None, the
+        scene file's camera. Any other keyword is refused with
         a TypeError naming the valid ones (a misspelled option would otherwise be silently ignored)."""
         if unknown:
             raise TypeError(f"{type(self).__name__} got unknown argument(s) {', '.join(map(repr, sorted(unknown)))}; "
@@ -79,7 +83,7 @@ class FrankaEnv(gym.Env):
         self._init_kwargs = dict(config_file=config_file, backend=backend, observation=observation,
                                  render_mode=render_mode, camera_size=camera_size, renderer=renderer,
                                  render_depth=render_depth, until_reached=until_reached, namespace=namespace,
-                                 sim_parameters=sim_parameters, reward_type=reward_type)
+                                 sim_parameters=sim_parameters, reward_type=reward_type, camera_preset=camera_preset)
         self.metadata = {**type(self).metadata, "render_modes": render_modes()}
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
@@ -101,7 +105,7 @@ class FrankaEnv(gym.Env):
         if until_reached and self.command not in ("position", "delta"):
             raise ValueError(f"until_reached=True is for position and delta actions, not {self.command}")
         self.render_depth, self.until_reached = bool(render_depth), bool(until_reached)
-        config = load_config(config_file or default_config())
+        config = with_preset(load_config(config_file or default_config()), camera_preset)
         if camera_size is not None:
             width, height = camera_size
             config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=width, height=height))
@@ -111,11 +115,13 @@ class FrankaEnv(gym.Env):
         self.observation_mode = observation
         self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
         self.render_mode = render_mode
-        images = observation == "image" or render_mode in ("rgb_array", "depth_array")
+        images = observation in CAMERA_OBSERVATIONS or render_mode in ("rgb_array", "depth_array")
         options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters)) if v is not None}
         # Made at the first reset: a vector env builds one env in the parent process just to read its
         # spaces, and a DDS participant in a parent that then forks would hang the children.
         rendered = self._rendered(config)  # the camera as drawn: at the observation's size (FrankaDeltaEnv)
+        options["privileged"] = self.needs_privileged()  # over ROS the task node sends it only when asked
+        options["segmentation"] = observation == "segmentation"
         self._make_backend = lambda: make_backend(backend, rendered, images, gui=render_mode == "human", **options)
         self._backend_args = (backend, images, render_mode == "human", options)  # load_scene's
         self._scene_base = config  # the scene file as given (with camera_size / renderer): load_scene's start
@@ -129,6 +135,10 @@ class FrankaEnv(gym.Env):
         self.episode_start = 0.0
         self.steps = 0
         self.gripper_open = True
+
+    def needs_privileged(self) -> bool:
+        """Whether this env reads the objects' and bins' state (its observation or its reward does)."""
+        return self.observation_mode in PRIVILEGED or self.reward_type == "dense"
 
     @classmethod
     def argument_names(cls) -> list[str]:
@@ -172,6 +182,8 @@ class FrankaEnv(gym.Env):
             h, w = self.config.camera.height, self.config.camera.width
             return spaces.Dict({"rgb": spaces.Box(0, 255, (h, w, 3), np.uint8),
                                 "depth": spaces.Box(0.0, np.inf, (h, w), np.float32)})
+        if self.observation_mode in ("rgbd", "segmentation"):
+            return self._camera_space()
         if self.observation_mode == "privileged":
             return self.privileged_layout.flat_space()
         if self.observation_mode == "state_dict":
@@ -181,10 +193,31 @@ class FrankaEnv(gym.Env):
     def _observation(self, obs: Observation) -> dict:
         if self.observation_mode == "image":
             return {"rgb": obs.rgb, "depth": obs.depth}
+        if self.observation_mode in ("rgbd", "segmentation"):
+            return self._camera_observation(obs)
         if self.observation_mode in PRIVILEGED:
             values = self.privileged_layout.values(obs, self.gripper_open)
             return values if self.observation_mode == "state_dict" else self.privileged_layout.flatten(values)
         return self._state(obs)
+
+    def _camera_space(self) -> spaces.Space:
+        """`rgbd`: one H×W×4 float32 array, rgb in [0, 1] and depth in metres along the optical axis, capped
+        at the camera's far plane (where nothing was hit too). `segmentation`: the `image` mode's rgb and
+        depth, plus H×W int32 ids as on camera/segmentation/image_raw: k for object_k (the privileged
+        observation's slot k), -1 nothing, -2 the robot, -3 the cell (cell/vision/labels.py)."""
+        h, w, far = self.config.camera.height, self.config.camera.width, self.config.camera.far
+        if self.observation_mode == "rgbd":
+            high = np.broadcast_to(np.float32([1, 1, 1, far]), (h, w, 4))
+            return spaces.Box(np.zeros((h, w, 4), np.float32), high.copy(), dtype=np.float32)
+        return spaces.Dict({"rgb": spaces.Box(0, 255, (h, w, 3), np.uint8),
+                            "depth": spaces.Box(0.0, np.inf, (h, w), np.float32),
+                            "segmentation": spaces.Box(SEGMENTATION_LOW, np.iinfo(np.int32).max, (h, w), np.int32)})
+
+    def _camera_observation(self, obs: Observation):
+        if self.observation_mode == "rgbd":
+            depth = np.minimum(obs.depth, np.float32(self.config.camera.far))
+            return np.concatenate([obs.rgb.astype(np.float32) / np.float32(255), depth[..., None]], axis=2)
+        return {"rgb": obs.rgb, "depth": obs.depth, "segmentation": obs.segmentation}
 
     # --- shared -------------------------------------------------------------------------------
     def _state_space(self) -> spaces.Dict:

@@ -1,6 +1,6 @@
 """The scripted picker driving `FrankaDelta-v0`: the policy's waypoints turned into env actions.
 
-It reads the gripper position from the observation, the object poses and meshes from
+It reads the gripper position from the env's last observation (any observation mode), the object poses and meshes from
 `env.object_views()` (what `world/objects` carries), and tracks the gripper's yaw and open state
 from its own actions. After a lift that did not count as a grab it opens and tries another object.
 """
@@ -56,7 +56,8 @@ class ScriptedPicker:
             if self.phase_steps >= CLOSE_STEPS:
                 self._next_phase()
             return np.array([0, 0, 0, 0, gripper], np.float32)
-        position = np.asarray(observation["ee_position"], float)
+        # the gripper's position as the `state` observation has it (float32), whatever this env observes
+        position = np.asarray(self.env.last.ee_position, np.float32).astype(float)
         error = target - position
         turn = yaw_step(self._yaw(), self.grasp.yaw)
         stalled = (self.previous is not None and self.phase_steps > 2

@@ -88,36 +88,73 @@ def finger_points(centre_xy: np.ndarray, yaw: float) -> np.ndarray:
     return centre_xy + np.array(offsets)
 
 
+ENOUGH_ROOM = 0.006  # m: more room than this around the fingers is no better (then the natural grasp wins)
+WALL_WEIGHT = 4.0  # a finger short of the wall counts this much more than one short of a neighbour: touching a
+#                    wall ends the episode (the task's bin collision), nudging a neighbour does not
+YAW_SWEEP = 12  # other gripper yaws tried, evenly over a half turn, when the object's own ones lack room
+SHIFTS = (0.0, -0.006, 0.006, -0.012, 0.012)  # m the grasp point moves along the closing direction (the
+#                    fingers open 8 cm, the objects are at most 3 cm: the object stays between them)
+YAW_PENALTY = 0.002  # m of room a yaw other than the object's own costs (it closes on a wider side)
+SHIFT_PENALTY = 0.1  # m of room per m of shift (an off-centre grasp pushes the object before it holds it)
+
+
 def choose_grasp(objects: list[ObjectView], exclude: set[str] = frozenset(),
                  interior: BinInterior | None = None) -> Grasp | None:
-    """The grasp whose open fingers have the most room: across the object's narrow side (or turned a
-    quarter for a roundish object), inside the bin's walls, away from the other objects."""
+    """The grasp whose open fingers have room enough: across the object's narrow side (or turned a
+    quarter for a roundish object), inside the bin's walls, away from the other objects. Where that
+    leaves too little room (an object beside a wall), other yaws and a grasp point moved along the
+    closing direction are tried, each at a small cost, the walls' clearance weighing most."""
     candidates = [o for o in objects if o.name not in exclude]
     if not candidates:
         return None
     points = {o.name: o.world_vertices() for o in objects}
-    best, best_room = None, -np.inf
+    outlines = {name: _outline(p[:, :2]) for name, p in points.items()}  # seen from above: enough for the gaps
+    best, best_score = None, -np.inf
     for obj in candidates:
         mine = points[obj.name]
         centre = (mine.min(axis=0) + mine.max(axis=0)) / 2
-        others = np.concatenate([points[o.name] for o in objects if o is not obj] or [np.empty((0, 3))])
-        for yaw in _yaw_choices(mine):
-            fingers = finger_points(centre[:2], yaw)
-            room = _room(fingers, others, interior) - 0.3 * (centre[2] - mine[:, 2].min())  # prefer lying flat
-            if room > best_room:
-                best, best_room = Grasp(obj.name, centre, yaw), room
+        others = np.concatenate([outlines[o.name] for o in objects if o is not obj] or [np.empty((0, 2))])
+        flat = 0.3 * (centre[2] - mine[:, 2].min())  # prefer lying flat
+        own = _yaw_choices(mine)
+        yaws = own + [own[0] + np.pi * k / YAW_SWEEP for k in range(1, YAW_SWEEP)]
+        tries = [(yaw, shift, (0.0 if i < len(own) else YAW_PENALTY) + SHIFT_PENALTY * abs(shift))
+                 for i, yaw in enumerate(yaws) for shift in SHIFTS]
+        yaw = np.array([t[0] for t in tries])
+        shift = np.array([t[1] for t in tries])
+        across = np.stack([-np.sin(yaw), np.cos(yaw)], axis=1)  # the fingers close along the gripper's y
+        spots = centre[:2] + shift[:, None] * across
+        rooms = _rooms(np.stack([finger_points(p, y) for p, y in zip(spots, yaw)]), others, interior)
+        scores = np.minimum(rooms, ENOUGH_ROOM) + 0.01 * rooms - np.array([t[2] for t in tries]) - flat
+        k = int(np.argmax(scores))  # the first of equals: the object's own yaw, unshifted
+        if scores[k] > best_score:
+            best, best_score = Grasp(obj.name, np.array([*spots[k], centre[2]]), float(yaw[k])), float(scores[k])
     return best
 
 
-def _room(fingers: np.ndarray, others: np.ndarray, interior: BinInterior | None) -> float:
-    """Free space around the fingers: the tighter of the wall and neighbour clearances [m]."""
-    wall = interior.margin(fingers) - WALL_CLEARANCE if interior is not None else np.inf
+def _outline(xy: np.ndarray) -> np.ndarray:
+    """The corners of the convex outline of points seen from above (all of them if they are too few)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        return xy[ConvexHull(xy).vertices]
+    except (QhullError, ValueError):
+        return xy
+
+
+def _rooms(fingers: np.ndarray, others: np.ndarray, interior: BinInterior | None) -> np.ndarray:
+    """Free space around each of K finger placements (K × points × 2): the tighter of the wall and
+    neighbour clearances [m], a wall's shortfall weighted by WALL_WEIGHT."""
+    count = len(fingers)
+    wall = (np.array([interior.margin(f) for f in fingers]) - WALL_CLEARANCE if interior is not None
+            else np.full(count, np.inf))
+    wall = np.where(wall >= 0, wall, WALL_WEIGHT * wall)
     if len(others):
-        gaps = np.linalg.norm(others[None, :, :2] - fingers[:, None, :], axis=2)
-        neighbour = float(gaps.min()) - NEIGHBOUR_CLEARANCE
+        flat = fingers.reshape(-1, 2)
+        gaps = np.linalg.norm(others[None, :, :] - flat[:, None, :], axis=2).min(axis=1)
+        neighbour = gaps.reshape(count, -1).min(axis=1) - NEIGHBOUR_CLEARANCE
     else:
-        neighbour = np.inf
-    return min(wall, neighbour, 1.0)
+        neighbour = np.full(count, np.inf)
+    return np.minimum(np.minimum(wall, neighbour), 1.0)
 
 
 def _yaw_choices(points: np.ndarray) -> list[float]:

@@ -40,6 +40,11 @@ class TaskNode(Node):
         self.sim, self.loop, self.arm = sim, loop, arm
         rate = declare(self, "rate", 10.0, "Hz of sim time at which the task is evaluated when not in lock-step.",
                        read_only=True, low=MIN_RATE, high=MAX_RATE)
+        # Reading every object's pose, velocity and size costs each lock-step reply; only a client that
+        # learns from them (privileged observations, dense rewards) asks for them.
+        self.privileged = declare(self, "privileged", False,
+                                  "task/observation carries `privileged` (the objects' and bins' state).",
+                                  on_change=self._set_privileged)
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
         self.sequence = 0
@@ -52,6 +57,9 @@ class TaskNode(Node):
             self.create_subscription(Float64MultiArray, STEP_TOPIC, self.on_step, 10)
         loop.every(1.0 / rate, self.update, wall_cap=False)  # grabs are judged at `rate` of sim time
         loop.when_settled(self.update, first=True)
+
+    def _set_privileged(self, value: bool) -> None:
+        self.privileged = bool(value)  # one attribute, read by the physics thread at its next reply
 
     # --- executor thread ----------------------------------------------------------------------
     def on_step(self, msg: Float64MultiArray) -> None:
@@ -107,9 +115,12 @@ class TaskNode(Node):
         for obj, place, turn in self.sim.object_poses():  # as BinPickingSim.object_views places and shapes them
             geometry = self.sim.object_geometry(obj)
             objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
-        return {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
-                "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
-                "objects": objects, "privileged": privileged_state(self.sim)}
+        observed = {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
+                    "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
+                    "objects": objects}
+        if self.privileged:  # only when asked (parameter `privileged`): plain state and image envs skip it
+            observed["privileged"] = privileged_state(self.sim)
+        return observed
 
 
 def _is_integer(value: float) -> bool:
