@@ -36,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"binpick_sim demo: seed {args.seed}, scene {args.config}, images to {args.out}/")
     with tqdm(total=1, desc="1. starting the simulation process (ROS nodes in lock-step)", disable=None) as bar:
-        env = gym.make("binpick_sim/FrankaDelta-v0", backend="ros", config_file=args.config, namespace=NAMESPACE)
+        # State observations for the picker, and the camera at its own size for the saved frames (an image
+        # observation would be the camera drawn at 64 x 64).
+        env = gym.make("binpick_sim/FrankaDelta-v0", backend="ros", config_file=args.config, namespace=NAMESPACE,
+                       observation="state", render_mode="rgb_array")
         observation, info = env.reset(seed=args.seed)
         bar.update()
     backend = env.unwrapped.backend

@@ -366,7 +366,12 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
     pool, owned = [], []  # the workers; every actor this run started
     try:
         counter_name = f"binpick_rollouts_counter_{uuid.uuid4().hex}"
-        counter = ray.remote(num_cpus=0)(EpisodeCounter).options(name=counter_name).remote()
+        # On the driver's node: a counter on a node that dies would take every worker's bookkeeping with it.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        driver_node = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        counter = ray.remote(num_cpus=0)(EpisodeCounter).options(name=counter_name,
+                                                                 scheduling_strategy=driver_node).remote()
         owned.append(counter)
         actor = ray.remote(num_cpus=1, max_restarts=max_retries, max_task_retries=max_retries)(RolloutWorker)
         domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
