@@ -22,13 +22,14 @@ def main() -> int:
     try:
         from .stack import main as serve
     except BaseException as exc:
-        printed, sys.stderr = sys.stderr.getvalue(), held
         if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, ImportError) and interrupted(exc)):
-            stop_interrupted()
-        sys.stderr.write(printed)
+            sys.stderr = held
+            stop_interrupted()  # the held text (a traceback of the interrupt) is dropped
         raise
-    printed, sys.stderr = sys.stderr.getvalue(), held
-    sys.stderr.write(printed)
+    finally:
+        if sys.stderr is not held:  # released: what the imports printed, in order, where it belongs
+            printed, sys.stderr = sys.stderr.getvalue(), held
+            sys.stderr.write(printed)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the stack sets up its own from here on
     try:
         return serve()
