@@ -251,8 +251,9 @@ def test_scripted_picker_success_matches_the_in_process_run(scripted_run):
 def test_readme_behaviour_cloning_example_runs_on_a_demonstration_dataset(scripted_run, tmp_path, monkeypatch):
     import re
 
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Scale-out on Ray"):]
+    import manual
+
+    section = manual.section("Scale-out on Ray")
     code = re.search(r"Behaviour cloning from it.*?```python\n(.*?)```", section, re.S).group(1)
     out, episodes, _, _ = scripted_run
     (tmp_path / "demos").symlink_to(out)

@@ -1,7 +1,5 @@
 """Seed fidelity, third pass (issue 28): each behaviour that differed from a seed without a word, each seed
 interface that was missing, and each constraint users hit, pinned by a test of its own."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -9,7 +7,6 @@ from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
 
 TWO_ARMS = default_config().parent / "scene_two_arms.yaml"
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 @pytest.fixture
@@ -151,10 +148,10 @@ def test_ik_limits_keep_their_documented_defaults_and_the_readme_says_why(sim):
 
 
 def readme_section(heading):
-    text = README.read_text()
-    start = text.index(heading)
-    end = text.find("\n#", start + len(heading))
-    return text[start:] if end < 0 else text[start:end]
+    """The section of the manual (README.md or a doc/ page) under that heading, its sub-sections included."""
+    import manual
+
+    return manual.section(heading.lstrip("# "))
 
 
 # --- 3: finger force: ours 40 N per finger, the seed's 80 N one setting away -------------------------------
