@@ -225,6 +225,21 @@ class TaskConfig:
 
 
 CONTROLLER_TYPES = ("none", "joint_position", "joint_velocity", "joint_torque", "osc", "ik")
+# What each controller's options hold, for checking a scene file's `controller.options` at load time: (the
+# options that take a number or a list of numbers, those that take true/false). These are the kinds of the
+# defaults of the controllers' constructors; the scene file is read below the controllers (they import it), so
+# the kinds are written here, and test_config checks them against the constructors (control/controllers/options.py).
+_RANGES = ("input_max", "input_min", "output_max", "output_min", "policy_freq")
+_IMPEDANCE = ("kp", "damping_ratio", "kp_limits", "damping_ratio_limits")
+CONTROLLER_OPTIONS = {
+    "joint_position": (frozenset(_RANGES + _IMPEDANCE), frozenset()),
+    "joint_velocity": (frozenset(_RANGES + ("kp",)), frozenset()),
+    "joint_torque": (frozenset(_RANGES), frozenset()),
+    "osc": (frozenset(("input_max", "input_min", "policy_freq", "kp_null") + _IMPEDANCE),
+            frozenset(("control_ori", "control_delta", "uncouple_pos_ori"))),
+    "ik": (frozenset(_RANGES + ("kp", "damping_ratio", "ik_pos_limit", "ik_ori_limit", "converge_steps")),
+           frozenset(("load_urdf",))),
+}
 
 
 @dataclass(frozen=True)
@@ -233,14 +248,29 @@ class ControllerConfig:
     options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
 
     def __post_init__(self):
-        if not self.options:  # nothing to check, and no controller code (scipy: ~26 MB) to import for it
-            return
-        from .control.controllers.options import option_problems  # the controllers say what their options are
-
         for name, value in self.options.items():
             _check_option(value, f"options.{name}")
         for name, problem in option_problems(self.type, self.options):
             raise ConfigError(f"options.{name}: {problem}, got {_describe(self.options[name])}")
+
+
+def option_problems(kind: str, options: dict) -> list[tuple[str, str]]:
+    """(option, why) for each option whose value cannot be of the kind CONTROLLER_OPTIONS says: a number where
+    the controller's default is a number (kp: high), true/false where it is true/false. Unknown options are
+    left to make_controller, which names them."""
+    numbers, flags = CONTROLLER_OPTIONS.get(kind, ((), ()))
+    problems = []
+    for name, value in options.items():
+        if name in numbers and not _numbers(value):
+            problems.append((name, "expected a number or a list of numbers"))
+        elif name in flags and not isinstance(value, bool):
+            problems.append((name, "expected true or false"))
+    return problems
+
+
+def _numbers(value) -> bool:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 def _check_option(value, key: str, depth: int = 0) -> None:

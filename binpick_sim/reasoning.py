@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cell.panda import ROBOT_NAME  # noqa: F401  (also a public name here)
 from .cell.sim import BinPickingSim
 from .cell.vision.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
 from .cell.vision.rendering import offscreen
 from .cell.vision.visibility import View
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
-ROBOT_NAME = "panda"
 GROUND = "ground"
 CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
 STABLE_SECONDS = 2.0  # seed: simulate 2 s...

@@ -20,9 +20,9 @@ from urllib.parse import unquote
 import numpy as np
 import pybullet_data
 
-from ..reasoning import ROBOT_NAME
 from . import sanity
 from .name_filter import FilterError, compile_filter
+from .panda import ROBOT_NAME
 from .scene import SceneObject, object_files
 from .sim import BinPickingSim
 from .spawn_folder import SpawnFolder

@@ -8,8 +8,7 @@ from .vision import rendering
 from .bin_shake import BinShaker
 from .vision.camera import Camera
 from ..config import Config
-from ..picking.policy import ObjectView
-from .shapes import Geometry, visual_frames, visual_pose
+from .shapes import Geometry, ObjectView, visual_frames, visual_pose
 from .scene import BinScene, SceneObject
 from .world import World
 

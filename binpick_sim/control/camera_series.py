@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cell.vision.render_worker import RenderWorker, capture
-from .robot_interface import TimeIndexError
+from .time_series import TimeIndexError
 
 CAMERA_BUFFER = 30  # frames kept (a 640x480 frame with its depth is 2.1 MB)
 
