@@ -12,7 +12,7 @@ import time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 
-from binpick_sim.cell.vision import rendering
+from binpick_sim.cell import rendering
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 

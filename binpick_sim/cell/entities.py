@@ -28,7 +28,7 @@ from .sim import BinPickingSim
 from .spawn_folder import SpawnFolder
 from .spawn_sources import OutsideRoots, SpawnRoots, Walk, source_path
 from .urdf_limits import NumberError, body_problem, check_numbers
-from .vision.rendering import spelled
+from .rendering import spelled
 
 ROBOT, STATIC, OBJECT = "robot", "static", "object"
 WORLD_FRAME = "world"

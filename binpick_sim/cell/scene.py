@@ -16,7 +16,7 @@ import numpy as np
 import pybullet_data
 
 from .bin_geometry import bin_boxes
-from .vision.rendering import spelled
+from .rendering import spelled
 from ..config import BinConfig, SceneConfig
 from .meshes import obj_vertices
 from .world import World, connect

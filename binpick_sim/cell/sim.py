@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import JOINT_NAMES, FrankaArm
-from .vision import rendering
+from . import rendering
 from .bin_shake import BinShaker
 from .vision.camera import Camera
 from ..config import Config

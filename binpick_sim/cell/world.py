@@ -22,7 +22,7 @@ with quiet_stdout():
 import pybullet_data  # noqa: E402
 from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
-from .vision import rendering  # noqa: E402  (after pybullet's quiet import)
+from . import rendering  # noqa: E402  (after pybullet's quiet import)
 
 
 class Client(BulletClient):
