@@ -33,11 +33,11 @@ ROOT = _root()
 
 def lint_imports(folder: Path) -> subprocess.CompletedProcess:
     """import-linter's own command on the package found first in `folder`, with the contracts in `folder`."""
-    command = Path(sys.executable).with_name("lint-imports")
+    command = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
            "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run([str(command), "--no-cache", "--config", str(folder / ".importlinter")], cwd=folder,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", command, "--no-cache", "--config", str(folder / ".importlinter")],
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=120)
 
 
 def contracts() -> configparser.ConfigParser:
