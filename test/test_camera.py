@@ -128,6 +128,32 @@ def test_segmentation_only_when_asked_and_from_the_same_call(looking_down):
     assert calls == [client.ER_NO_SEGMENTATION_MASK, 0]
 
 
+@pytest.mark.parametrize("size", [(64, 48), (320, 240), (1024, 768)])
+def test_rgb_is_the_rendered_rgba_without_alpha_on_either_copy_path(size):
+    """Below OPENCV_MIN_PIXELS numpy's slice copies it, from there OpenCV's cvtColor: the same bytes, contiguous."""
+    from binpick_sim.cell.vision.camera import OPENCV_MIN_PIXELS, rgb_of
+
+    width, height = size
+    rgba = np.random.default_rng(0).integers(0, 256, (height, width, 4), dtype=np.uint8)
+    rgb = rgb_of(rgba)
+    assert (width * height >= OPENCV_MIN_PIXELS) == (size != (64, 48))
+    assert rgb.dtype == np.uint8 and rgb.flags.c_contiguous and np.array_equal(rgb, rgba[:, :, :3])
+
+
+def test_far_plane_test_in_float32_agrees_with_float64_at_the_boundary(looking_down):
+    """Buffer values around FAR_BUFFER, float32 neighbours included: inf exactly where the value, read as float64,
+    is at or beyond FAR_BUFFER (the comparison runs in float32 against FAR_BUFFER_32)."""
+    from binpick_sim.cell.vision.camera import FAR_BUFFER
+
+    near = np.float32(FAR_BUFFER)
+    values = [np.nextafter(near, np.float32(0)), near, np.nextafter(near, np.float32(2)), np.float32(1.0),
+              np.float32(0.5), np.float32(0.999)]
+    buffer = np.array(values, dtype=np.float32).reshape(1, -1)
+    metres = looking_down.camera.linearize(buffer)
+    assert list(np.isinf(metres[0])) == [float(v) >= FAR_BUFFER for v in values]
+    assert np.isfinite(metres[0, 4:]).all()
+
+
 def test_unknown_parent_frame_is_refused(config):
     camera = dataclasses.replace(config.camera, parent="panda_nose")
     with pytest.raises(ValueError, match="camera.parent: unknown frame 'panda_nose'"):
