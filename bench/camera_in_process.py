@@ -12,7 +12,8 @@ import math
 import statistics
 import time
 
-from binpick_sim.cell.vision import camera as camera_module, rendering
+from binpick_sim.cell import rendering
+from binpick_sim.cell.vision import camera as camera_module
 
 from .direct import direct_sim
 from .figures import Figure, machine

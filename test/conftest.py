@@ -83,7 +83,7 @@ def statuses(client):
 
 def egl_or_skip() -> str:
     """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
-    from binpick_sim.cell.vision import rendering
+    from binpick_sim.cell import rendering
 
     try:
         return rendering.probe_egl()

@@ -108,3 +108,16 @@ def test_unreadable_and_invalid_files(tmp_path):
     bad.write_text("- a list")
     with pytest.raises(ConfigError, match="top level: expected a mapping"):
         load_config(bad)
+
+
+def test_controller_option_kinds_match_the_controllers():
+    """The scene file's check of `controller.options` (written out in config, below the controllers) knows
+    every option of every controller with the kind of its constructor's default: a new option or a changed
+    default fails here instead of slipping past the load-time check."""
+    from binpick_sim.config import CONTROLLER_OPTIONS, CONTROLLER_TYPES
+    from binpick_sim.control.controllers import CONTROLLERS
+    from binpick_sim.control.controllers.options import option_kinds
+
+    assert set(CONTROLLER_OPTIONS) == set(CONTROLLERS) == set(CONTROLLER_TYPES) - {"none"}
+    for kind in CONTROLLERS:
+        assert CONTROLLER_OPTIONS[kind] == option_kinds(kind), kind

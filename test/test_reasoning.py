@@ -8,7 +8,7 @@ import pytest
 from binpick_sim.reasoning import ENVIRONMENT, OBJECT, ROBOT, Reasoner
 from binpick_sim.cell.scene import SceneObject
 from binpick_sim.cell.sim import BinPickingSim
-from binpick_sim.cell.vision.rendering import spelled
+from binpick_sim.cell.rendering import spelled
 
 from conftest import egl_or_skip, with_renderer
 

@@ -7,7 +7,7 @@ import pybullet_data
 import pytest
 
 from binpick_sim.cell.vision.labels import label_image
-from binpick_sim.cell.vision.render_worker import RenderWorker, capture
+from binpick_sim.cell.render_worker import RenderWorker, capture
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.common.convert import to_seconds
@@ -54,7 +54,7 @@ def test_a_frame_travels_with_its_arrays_beside_the_pickle():
     import socket
     from multiprocessing.connection import Connection
 
-    from binpick_sim.cell.vision.render_worker import OutOfBand, RenderedFrame, receive_frame, send_frame
+    from binpick_sim.cell.render_worker import OutOfBand, RenderedFrame, receive_frame, send_frame
 
     rng = np.random.default_rng(0)
     frame = RenderedFrame(1.5, rng.integers(0, 256, (48, 64, 3), dtype=np.uint8),

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binpick_sim.cell.vision import rendering
-from binpick_sim.cell.vision.rendering import RendererError
+from binpick_sim.cell import rendering
+from binpick_sim.cell.rendering import RendererError
 from binpick_sim.cell.sim import BinPickingSim
 from binpick_sim.config import ConfigError, config_from_dict, config_to_dict
 

@@ -16,9 +16,9 @@ import numpy as np
 import pybullet_data
 
 from .bin_geometry import bin_boxes
-from .vision.rendering import spelled
+from .rendering import spelled
 from ..config import BinConfig, SceneConfig
-from ..picking.policy import obj_vertices
+from .meshes import obj_vertices
 from .world import World, connect
 
 GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, ConfigError, replaced
-from .rendering import upsampling_problem
+from ..rendering import upsampling_problem
 from ..world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane

@@ -14,7 +14,7 @@ The reasoner's `visible` / `occluding` are answered by a worker of their own (`V
 same mirror, masks drawn by the scene file's renderer (visibility.py), which the live process cannot
 do when that renderer is `egl` and the live world already holds the process's one EGL client.
 
-The worker is a fresh Python (`python -m binpick_sim.cell.vision.render_worker`), never a fork (a process
+The worker is a fresh Python (`python -m binpick_sim.cell.render_worker`), never a fork (a process
 with DDS threads must not fork), and not multiprocessing's spawn either: spawn runs the parent's main
 script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
 reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
@@ -36,10 +36,10 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from ...config import CameraConfig, Config, config_from_dict, config_to_dict
-from .camera import organised_cloud
+from ..config import CameraConfig, Config, config_from_dict, config_to_dict
 from .rendering import spelled
-from .visibility import View, object_visibility
+from .vision.camera import organised_cloud
+from .vision.visibility import View, object_visibility
 
 
 @dataclass(frozen=True)
@@ -217,8 +217,8 @@ def _ending(process) -> str:
 
 def _serve(connection, data: dict, parent: int) -> None:
     """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
-    from .labels import ROBOT, relabel
-    from ..sim import BinPickingSim
+    from .sim import BinPickingSim
+    from .vision.labels import ROBOT, relabel
 
     try:
         sim = BinPickingSim(config_from_dict(data))
@@ -326,7 +326,7 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     # Through the package's own module, not this __main__ copy: the messages' classes must be the ones the
-    # parent pickles (binpick_sim.cell.vision.render_worker.SceneState, ...), or isinstance would not know them.
-    from binpick_sim.cell.vision.render_worker import main as _main
+    # parent pickles (binpick_sim.cell.render_worker.SceneState, ...), or isinstance would not know them.
+    from binpick_sim.cell.render_worker import main as _main
 
     _main(sys.argv[1:])
