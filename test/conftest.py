@@ -13,6 +13,7 @@ from hang_watchdog import (pytest_addoption, pytest_configure, pytest_runtest_pr
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
 from binpick_sim.cell.sim import BinPickingSim  # noqa: E402
+from helpers import STATE_TOPICS, egl_or_skip, parameters  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -39,12 +40,6 @@ def ros_context():
     rclpy.try_shutdown(context=context)
 
 
-def parameters(**values):
-    from rclpy.parameter import Parameter
-
-    return [Parameter(name, value=value) for name, value in values.items()]
-
-
 @pytest.fixture
 def stack(ros_context):
     """The world, arm and camera nodes in this process, running as fast as possible."""
@@ -52,9 +47,6 @@ def stack(ros_context):
 
     with SimStack(ros_context, {"world": parameters(realtime_factor=0.0)}) as running:
         yield running
-
-
-STATE_TOPICS = ["joint_states", "arm/ee_pose", "world/objects"]
 
 
 @pytest.fixture
@@ -68,29 +60,6 @@ def client(ros_context, stack):
     client.close()
 
 
-def statuses(client):
-    """A function returning the newest /diagnostics values of a node, by fully qualified name."""
-    from diagnostic_msgs.msg import DiagnosticArray
-
-    arrays = []
-    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
-
-    def status(node_name):
-        found = [s for a in arrays for s in a.status if s.name == node_name]
-        return {kv.key: kv.value for kv in found[-1].values} if found else {}
-    return status
-
-
-def egl_or_skip() -> str:
-    """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
-    from binpick_sim.cell.vision import rendering
-
-    try:
-        return rendering.probe_egl()
-    except rendering.RendererError as exc:
-        pytest.skip(f"EGL is not available here: {exc}")
-
-
 @pytest.fixture(params=["tiny", "egl"])
 def renderer(request):
     """Each renderer available here: TinyRenderer always, EGL where PyBullet's plugin loads (else skipped)."""
@@ -99,9 +68,27 @@ def renderer(request):
     return request.param
 
 
-def with_renderer(config, renderer, **camera):
-    """`config` rendered by `renderer`, its main camera changed by `camera`."""
-    import dataclasses
+@pytest.fixture
+def si():
+    """The simulation_interfaces package (its messages, services and action), or the test skipped naming it."""
+    from binpick_sim.nodes.servers import simulation_node
+    from sim_standard import MISSING
 
-    return dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer),
-                               camera=dataclasses.replace(config.camera, **camera))
+    if not simulation_node.available():
+        pytest.skip(MISSING)
+    import simulation_interfaces
+    import simulation_interfaces.action  # noqa: F401
+    import simulation_interfaces.msg  # noqa: F401
+    import simulation_interfaces.srv  # noqa: F401
+
+    return simulation_interfaces
+
+
+@pytest.fixture
+def robot_backend(sim):
+    """A robot backend whose physics steps the test takes itself (the loop is never started: its calls
+    run at once), so a race can be staged exactly."""
+    from binpick_sim.cell.loop import PhysicsLoop
+    from binpick_sim.control.robot_interface import RobotBackend
+
+    return RobotBackend(sim.arm, PhysicsLoop(sim.world, lockstep=True), max_action_repetitions=1)
