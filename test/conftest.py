@@ -1,4 +1,17 @@
-"""Shared fixtures. Every test process gets its own ROS domain and keeps DDS on loopback."""
+"""Fixtures every folder shares. Every test process gets its own ROS domain and keeps DDS on loopback.
+
+The tests are grouped by feature in folders that mirror the package: cell/, control/, vision/ (cameras
+and renderers, core and nodes), nodes/, picking/, reasoning/, envs/, rollouts/ (Ray, datasets), launch/
+(launch files, executables, packaging), docs/ (the README's commands and records), robustness/ (bad
+input, load, starting and stopping). A fixture only one folder uses lives in that folder's conftest.py.
+
+No folder is a package (no __init__.py): pytest's default prepend import mode puts each test file's own
+folder on sys.path, and this file puts test/ there, so helper modules import by their name alone from
+any folder (helpers.py, sim_standard.py, urdf_kinematics.py, ros_env.py; a folder's own helpers, such
+as launch/launch_checks.py, from that folder). So module basenames must be unique across folders (pytest
+refuses two test_x.py). Tests never import from a conftest.py: with several, `conftest` names whichever
+pytest loaded last; plain helpers go in helpers.py.
+"""
 import ros_env
 
 # Before rclpy loads: a domain of our own, so parallel runs (or a user's running stack) are not heard.

@@ -371,10 +371,10 @@ def test_the_launch_test_line(tmp_path):
 
 
 def test_the_moveit_line_is_the_one_test_moveit_interfaces_runs():
-    """test_moveit_interfaces.py::test_move_group_starts_against_the_simulation runs this very line where
+    """nodes/test_moveit_interfaces.py::test_move_group_starts_against_the_simulation runs this very line where
     MoveIt is installed (and skips, naming it, where not)."""
     assert [words(line) for line in lines_of("moveit")] == ["ros2 launch binpick_sim moveit.launch.py"]
-    source = (ros_env.REPO / "test" / "test_moveit_interfaces.py").read_text()
+    source = (ros_env.REPO / "test" / "nodes" / "test_moveit_interfaces.py").read_text()
     assert '["ros2", "launch", "binpick_sim", "moveit.launch.py"' in source
 
 
