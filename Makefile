@@ -52,7 +52,7 @@ $(VIDEO_STAMP): $(STAMP) requirements-video.txt
 	$(PY) -m pip install --quiet --requirement requirements-video.txt
 	@touch $@
 
-# The dataset exporters' formats (Minari), installed for test/test_datasets.py.
+# The dataset exporters' formats (Minari), installed for test/rollouts/test_datasets.py.
 DATASETS_STAMP := $(VENV)/.datasets-installed
 $(DATASETS_STAMP): $(STAMP) requirements-datasets.txt
 	$(PY) -m pip install --quiet --requirement requirements-datasets.txt
@@ -76,8 +76,8 @@ test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
 COLCON_VENV  := build/colcon-venv
 COLCON_WS    := build/colcon-ws
 ROS_TOOLS    ?= ../shared/ros-tools
-COLCON_TESTS ?= test/test_packaging.py test/test_launch_sim.py test/test_launch_two_arms.py test/test_readme_ros.py \
-	test/test_executables.py::test_sim_stops_when_its_launch_is_killed
+COLCON_TESTS ?= test/launch/test_packaging.py test/launch/test_launch_sim.py test/launch/test_launch_two_arms.py test/docs/test_readme_ros_path.py \
+	test/launch/test_executables.py::test_sim_stops_when_its_launch_is_killed
 
 COLCON_STAMPS := $(COLCON_VENV)/.installed $(if $(wildcard $(ROS_TOOLS)),$(COLCON_VENV)/.ros-tools-installed)
 

@@ -12,10 +12,11 @@ import time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 
-from binpick_sim.cell.vision import rendering
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 
+from .camera_in_process import (RENDERER_SIZES, frames_per_second, raw_call, raw_env_steps_per_second,
+                                renderer_figures, renderers)
 from .figures import Figure
 from .direct import direct_sim
 from .gym import env_steps_per_second
@@ -23,35 +24,6 @@ from .session import sim_and_client
 
 SECONDS = 4.0
 PUBLISHED_SIZES = [(64, 64), (640, 480)]  # published rows: per renderer, each without and with segmentation
-OBSERVATION = (64, 64)  # FrankaDelta-v0's image observation
-RENDERER_SIZES = [(64, 64), (160, 120), (320, 240), (640, 480), (1024, 768)]
-
-
-def renderers() -> list[str]:
-    """tiny, and egl where PyBullet's EGL plugin loads here."""
-    try:
-        rendering.probe_egl()
-    except rendering.RendererError:
-        return ["tiny"]
-    return ["tiny", "egl"]
-
-
-def frames_per_second(render, seconds: float) -> float:
-    render()  # warm up (EGL uploads the scene on its first frame)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        render()
-        count += 1
-    return count / (time.perf_counter() - start)
-
-
-def raw_call(sim, segmentation: bool):
-    """One bare getCameraImage of `sim`'s camera as it stands, with or without the segmentation mask: the
-    reference each camera figure is set beside."""
-    camera, c = sim.camera, sim.world.client
-    view, flags = camera.view_matrix(), 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
-    return lambda: c.getCameraImage(camera.width, camera.height, view, camera.projection, renderer=camera.renderer,
-                                    flags=flags)
 
 
 def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
@@ -74,36 +46,6 @@ def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
         return {k: statistics.median(v) for k, v in samples.items()}, (time.perf_counter() - start) / 20 * 1000
     finally:
         sim.close()
-
-
-def renderer_figures(renderers: list[str], width: int, height: int, rounds: int = 3,
-                     seconds: float = 1.0) -> list[Figure]:
-    """Per renderer: Camera.render (rgb + metric depth), and with segmentation, each beside raw getCameraImage
-    with the same renderer and the same flags. The renderers' sims live side by side and take turns (`rounds`
-    of `seconds` each; medians), so a busy machine's load falls on all alike."""
-    sims = {renderer: direct_sim(width=width, height=height, renderer=renderer) for renderer in renderers}
-    samples: dict[tuple[str, str], list[float]] = {}
-    try:
-        for _ in range(rounds):
-            for renderer, sim in sims.items():
-                camera = sim.camera
-                runs = {"raw": raw_call(sim, False), "render": lambda: camera.render(segmentation=False),
-                        "raw segmented": raw_call(sim, True), "segmented": lambda: camera.render(segmentation=True)}
-                for kind, run in runs.items():
-                    samples.setdefault((renderer, kind), []).append(frames_per_second(run, seconds))
-    finally:
-        for sim in sims.values():
-            sim.close()
-    figures = []
-    for renderer in renderers:
-        median = {kind: statistics.median(samples[renderer, kind])
-                  for kind in ("raw", "render", "raw segmented", "segmented")}
-        figures += [Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth", median["render"],
-                           "frames/s", median["raw"], f"raw: getCameraImage alone, {renderer}"),
-                    Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth + segmentation",
-                           median["segmented"], "frames/s", median["raw segmented"],
-                           f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
-    return figures
 
 
 def realtime_factor(renderer: str, render_process: bool, seconds: float = 10.0) -> tuple[float, float]:
@@ -145,27 +87,6 @@ def published_frames_per_second(width: int, height: int, seconds: float = SECOND
         client.spin_for(seconds)
         rates[True] = (client.counts[SEGMENTATION_TOPIC] - first) / (time.perf_counter() - start)
         return rates
-
-
-def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
-    """FrankaDelta-v0's image step done bare: one block of steps_per_action stepSimulation and one
-    getCameraImage of its observation camera (the default camera's view at 64 x 64), same scene."""
-    width, height = OBSERVATION
-    sim = direct_sim(width=width, height=height, aspect=640 / 480, renderer=renderer)
-    try:
-        c, block, render = sim.world.client, sim.config.task.steps_per_action, raw_call(sim, False)
-
-        def step():
-            for _ in range(block):
-                c.stepSimulation()
-            render()
-        step()
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        return steps / (time.perf_counter() - start)
-    finally:
-        sim.close()
 
 
 def measure() -> list[Figure]:

@@ -10,7 +10,6 @@ from tqdm import tqdm
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
-from binpick_sim.envs.scripted import run_episode
 
 from .direct import direct_sim
 from .figures import Figure, median, per_round
@@ -85,6 +84,8 @@ def rebuild_seconds() -> float:
 
 
 def picker_success(backend: str = "ros") -> float:
+    from binpick_sim.envs.scripted import run_episode  # here: scipy, which it needs, is not a camera row's need
+
     env = gym.make("binpick_sim/FrankaDelta-v0", backend=backend, observation="state")
     try:
         grabs = [run_episode(env, seed)["grabs"] > 0

@@ -47,7 +47,7 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
 
     from binpick_sim.cell.vision.camera import organised_cloud
     from binpick_sim.cell.vision.labels import label_image
-    from binpick_sim.cell.vision.render_worker import RenderedFrame, receive_frame, send_frame
+    from binpick_sim.cell.render_worker import RenderedFrame, receive_frame, send_frame
     from binpick_sim.nodes.common import convert
 
     from .direct import direct_sim

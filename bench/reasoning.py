@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from binpick_sim.cell.vision.rendering import RendererError, probe_egl
+from binpick_sim.cell.rendering import RendererError, probe_egl
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
 from binpick_sim.reasoning import Reasoner

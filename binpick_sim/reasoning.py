@@ -8,7 +8,7 @@ is not an option: a restored world drifts from the one that was never touched by
 seconds.) `visible` / `occluding` render, and with the scene file's renderer, like every camera image:
 that is `egl` often enough, and PyBullet's EGL plugin allows one client per process, which the live
 world holds. So their masks are drawn in a render worker of the reasoner's own (another process, started
-at the first such query), from a mirror of the live state (cell/vision/render_worker.py, visibility.py);
+at the first such query), from a mirror of the live state (cell/render_worker.py, visibility.py);
 the live world is only captured, on the physics thread, and the drawing need not stop it.
 """
 from __future__ import annotations
@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cell.panda import ROBOT_NAME  # noqa: F401  (also a public name here)
 from .cell.sim import BinPickingSim
-from .cell.vision.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
-from .cell.vision.rendering import offscreen
+from .cell.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
+from .cell.rendering import offscreen
 from .cell.vision.visibility import View
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
-ROBOT_NAME = "panda"
 GROUND = "ground"
 CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
 STABLE_SECONDS = 2.0  # seed: simulate 2 s...

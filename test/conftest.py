@@ -1,4 +1,17 @@
-"""Shared fixtures. Every test process gets its own ROS domain and keeps DDS on loopback."""
+"""Fixtures every folder shares. Every test process gets its own ROS domain and keeps DDS on loopback.
+
+The tests are grouped by feature in folders that mirror the package: cell/, control/, vision/ (cameras
+and renderers, core and nodes), nodes/, picking/, reasoning/, envs/, rollouts/ (Ray, datasets), launch/
+(launch files, executables, packaging), docs/ (the README's commands and records), robustness/ (bad
+input, load, starting and stopping). A fixture only one folder uses lives in that folder's conftest.py.
+
+No folder is a package (no __init__.py): pytest's default prepend import mode puts each test file's own
+folder on sys.path, and this file puts test/ there, so helper modules import by their name alone from
+any folder (helpers.py, sim_standard.py, urdf_kinematics.py, ros_env.py; a folder's own helpers, such
+as launch/launch_checks.py, from that folder). So module basenames must be unique across folders (pytest
+refuses two test_x.py). Tests never import from a conftest.py: with several, `conftest` names whichever
+pytest loaded last; plain helpers go in helpers.py.
+"""
 import ros_env
 
 # Before rclpy loads: a domain of our own, so parallel runs (or a user's running stack) are not heard.
@@ -13,6 +26,7 @@ from hang_watchdog import (pytest_addoption, pytest_configure, pytest_runtest_pr
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
 from binpick_sim.cell.sim import BinPickingSim  # noqa: E402
+from helpers import STATE_TOPICS, egl_or_skip, parameters  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -39,12 +53,6 @@ def ros_context():
     rclpy.try_shutdown(context=context)
 
 
-def parameters(**values):
-    from rclpy.parameter import Parameter
-
-    return [Parameter(name, value=value) for name, value in values.items()]
-
-
 @pytest.fixture
 def stack(ros_context):
     """The world, arm and camera nodes in this process, running as fast as possible."""
@@ -52,9 +60,6 @@ def stack(ros_context):
 
     with SimStack(ros_context, {"world": parameters(realtime_factor=0.0)}) as running:
         yield running
-
-
-STATE_TOPICS = ["joint_states", "arm/ee_pose", "world/objects"]
 
 
 @pytest.fixture
@@ -68,29 +73,6 @@ def client(ros_context, stack):
     client.close()
 
 
-def statuses(client):
-    """A function returning the newest /diagnostics values of a node, by fully qualified name."""
-    from diagnostic_msgs.msg import DiagnosticArray
-
-    arrays = []
-    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
-
-    def status(node_name):
-        found = [s for a in arrays for s in a.status if s.name == node_name]
-        return {kv.key: kv.value for kv in found[-1].values} if found else {}
-    return status
-
-
-def egl_or_skip() -> str:
-    """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
-    from binpick_sim.cell.vision import rendering
-
-    try:
-        return rendering.probe_egl()
-    except rendering.RendererError as exc:
-        pytest.skip(f"EGL is not available here: {exc}")
-
-
 @pytest.fixture(params=["tiny", "egl"])
 def renderer(request):
     """Each renderer available here: TinyRenderer always, EGL where PyBullet's plugin loads (else skipped)."""
@@ -99,9 +81,27 @@ def renderer(request):
     return request.param
 
 
-def with_renderer(config, renderer, **camera):
-    """`config` rendered by `renderer`, its main camera changed by `camera`."""
-    import dataclasses
+@pytest.fixture
+def si():
+    """The simulation_interfaces package (its messages, services and action), or the test skipped naming it."""
+    from binpick_sim.nodes.servers import simulation_node
+    from sim_standard import MISSING
 
-    return dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer),
-                               camera=dataclasses.replace(config.camera, **camera))
+    if not simulation_node.available():
+        pytest.skip(MISSING)
+    import simulation_interfaces
+    import simulation_interfaces.action  # noqa: F401
+    import simulation_interfaces.msg  # noqa: F401
+    import simulation_interfaces.srv  # noqa: F401
+
+    return simulation_interfaces
+
+
+@pytest.fixture
+def robot_backend(sim):
+    """A robot backend whose physics steps the test takes itself (the loop is never started: its calls
+    run at once), so a race can be staged exactly."""
+    from binpick_sim.cell.loop import PhysicsLoop
+    from binpick_sim.control.robot_interface import RobotBackend
+
+    return RobotBackend(sim.arm, PhysicsLoop(sim.world, lockstep=True), max_action_repetitions=1)

@@ -3,83 +3,32 @@
 Two ways to act: `set_*_targets` only hands targets to PyBullet's motors (the ROS node does this and
 lets its physics loop move the arm), while `move_to` / `apply_velocity` / `apply_delta` also step the
 world as the seed does (until the target is reached or `max_steps`, or one step for velocities).
+
+In four modules, one idea each: what the Panda is (panda.py: names, URDF, limits), this arm in a world
+(here: its body, state, controller hook and contacts), how commands reach its motors (arm_motors.py), and
+the seed's actions (arm_actions.py).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from ..config import ArmConfig
-from .ik import PandaIK, clip
+from .arm_actions import FINGER_STOPPED, FLOOR_CLEARANCE, SHAKE_HEIGHT, TOP_DOWN_ROLL, SeedActions  # noqa: F401
+from .arm_motors import MotorCommands
+from .ik import PandaIK
+from .panda import (ACCELERATION_LIMITS, ARM_JOINT_NAMES, FINGER_JOINT_NAMES, FINGER_LINKS,  # noqa: F401
+                    GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits, check_joint_names,
+                    urdf_joint_limits)  # (F401: names still imported from here by their old path)
 from .scene import Bin
 from .world import World
 
-ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
-FINGER_JOINT_NAMES = ("panda_finger_joint1", "panda_finger_joint2")
-JOINT_NAMES = ARM_JOINT_NAMES + FINGER_JOINT_NAMES
-PANDA_URDF = "franka_panda/panda.urdf"  # in pybullet_data
-GRASP_TARGET_LINK = "panda_grasptarget"
-FINGER_LINKS = ("panda_leftfinger", "panda_rightfinger")
-TOP_DOWN_ROLL = np.pi  # grasp-target z axis points at the floor
-SHAKE_HEIGHT = 0.03  # metres up and back down when verifying a grasp
-FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has finished moving
-FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
-_NO_TARGETS = np.full(len(JOINT_NAMES), np.nan)  # the other mode's half of a motor command (never written to)
-_NO_TARGETS.flags.writeable = False
-# Joint acceleration limits [rad/s^2] of the Panda's datasheet (PyBullet's URDF has none); the fingers have
-# none. Trajectories whose points ask for more are refused (control/trajectory.py), and
-# config/moveit/joint_limits.yaml gives planners the same numbers.
-ACCELERATION_LIMITS = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0, float("inf"), float("inf"))
 
+class FrankaArm(MotorCommands, SeedActions):
+    """One Panda in a world: its body, its state and the seed FrankaArm's class variables; how it is commanded
+    (arm_motors.py) and the seed's actions (arm_actions.py) are mixins of their own."""
 
-@dataclass(frozen=True)
-class JointLimits:
-    lower: np.ndarray
-    upper: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray
-    acceleration: np.ndarray = field(default_factory=lambda: np.array(ACCELERATION_LIMITS))
-
-    def clip_position(self, q) -> np.ndarray:
-        return clip(np.asarray(q, dtype=float), self.lower, self.upper)
-
-    def clip_velocity(self, v) -> np.ndarray:
-        return clip(np.asarray(v, dtype=float), -self.velocity, self.velocity)
-
-
-def urdf_joint_limits() -> JointLimits:
-    """The 9 joints' limits as the Panda's URDF gives them, read from the file (the numbers PyBullet's
-    getJointInfo reports), without a physics client: an env reads them to build its spaces before any
-    world exists, and a scratch client with the arm loaded would cost ~100 MB that the allocator keeps."""
-    import pybullet_data
-    from xml.etree import ElementTree
-
-    root = ElementTree.parse(Path(pybullet_data.getDataPath()) / PANDA_URDF).getroot()
-    limits = {j.get("name"): j.find("limit") for j in root.iter("joint")}
-    rows = [[float(limits[name].get(key)) for name in JOINT_NAMES] for key in ("lower", "upper", "velocity", "effort")]
-    return JointLimits(*map(np.array, rows))
-
-
-def check_joint_names(names, error: type[Exception] = ValueError) -> list[str]:
-    """Names as a planner sends them: known, each once, at least one; `error` says which is wrong."""
-    names = list(names)
-    if not names:
-        raise error("no joint names")
-    unknown = [n for n in names if n not in JOINT_NAMES]
-    if unknown:  # quoted short: the names are the sender's text, of any length and number
-        quoted = ", ".join(repr(n[:40] + "...") if len(n) > 40 else repr(n) for n in unknown[:3])
-        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-        raise error(f"unknown joint(s) {quoted}{more} (joints: {', '.join(JOINT_NAMES)})")
-    if len(set(names)) != len(names):
-        raise error("a joint is named twice")
-    return names
-
-
-class FrankaArm:
     def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None, drawn: bool = True):
         """`drawn=False`: loaded without visual meshes, for a world nothing renders."""
         self.world = world
@@ -285,19 +234,6 @@ class FrankaArm:
         """PyBullet joint indices of the seven arm joints."""
         return list(self.joints[:7])
 
-    def target_reached(self) -> bool:
-        """Whether the arm is where its position targets say (the seed's "until reached" of a position or
-        delta action): the 7 arm joints within `position_tolerance`, and each finger within it or at rest
-        (a finger that squeezes an object never gets to its target). Never in velocity mode."""
-        targets = self.targets
-        if targets is None:
-            return False
-        position, velocity, _ = self.joint_states()
-        error = np.abs(position - targets)
-        tolerance = self.config.position_tolerance
-        fingers = (error[7:] < tolerance) | (np.abs(velocity[7:]) < FINGER_STOPPED)
-        return bool(np.all(error[:7] < tolerance) and np.all(fingers))
-
     def finger_wrenches(self) -> np.ndarray:
         """2 x 6 reaction wrenches [Fx Fy Fz Mx My Mz] of the finger joints, in each joint's frame."""
         states = self.world.client.getJointStates(self.body, self.finger_joints)
@@ -310,230 +246,6 @@ class FrankaArm:
         so the magnitude is the reading that means the same thing.)
         """
         return np.linalg.norm(self.finger_wrenches()[:, :3], axis=1)
-
-    # --- torque control (no stepping) ---------------------------------------------------------
-    def release_motors(self, count: int = len(JOINT_NAMES)) -> None:
-        """Switch the first `count` joints' motors off (zero-force velocity motors) for torque control."""
-        c = self.world.client
-        c.setJointMotorControlArray(self.body, self.joints[:count], c.VELOCITY_CONTROL, forces=[0.0] * count)
-        self._clamped[:count] = [False] * count  # a velocity command lifts the clamp
-        self.torque_commands[:count] = 0.0
-        self._torqued = True
-
-    def command_torques(self, torques) -> None:
-        """Torques [Nm | N] for the first len(torques) joints during the next step, used as given (clip
-        them first; release the motors first). Recorded: `joint_states` reports them as the effort."""
-        torques = np.asarray(torques, dtype=float)
-        c = self.world.client
-        c.setJointMotorControlArray(self.body, self.joints[:len(torques)], c.TORQUE_CONTROL, forces=torques.tolist())
-        self._clamped[:len(torques)] = [False] * len(torques)  # known only while position-controlled
-        self.torque_commands[:len(torques)] = torques
-        self._torqued = True
-
-    # --- motor targets (no stepping) ----------------------------------------------------------
-    def set_position_targets(self, q) -> np.ndarray:
-        """Hand 9 position targets to the motors, clipped to the joint limits; returns what was set."""
-        q = self.limits.clip_position(np.asarray(q, dtype=float))
-        self.command_motors(q, _NO_TARGETS)
-        return q
-
-    def set_velocity_targets(self, v) -> np.ndarray:
-        """Hand 9 velocity targets to the motors, clipped to the velocity limits; returns what was set."""
-        v = self.limits.clip_velocity(np.asarray(v, dtype=float))
-        self.command_motors(_NO_TARGETS, v)
-        return v
-
-    def command_motors(self, positions, velocities) -> None:
-        """Per joint: a position target (where `positions` is a number) or a velocity target (where only
-        `velocities` is); values are used as given, so clip them first. This pair is the whole motor
-        state: `targets` and `velocity_targets` report it back.
-
-        At most one `setJointMotorControlArray` per mode instead of a call per joint. That call cannot
-        set a motor's velocity clamp (`maxVelocity`), which PyBullet keeps per motor until a velocity
-        command lifts it: a joint whose clamp is not known to be its velocity limit (first position
-        target, or after a velocity or torque command, or a reloaded body) gets its own
-        `setJointMotorControl2` with `maxVelocity` first, so every motor ends in the same state as
-        with nine `setJointMotorControl2` calls."""
-        c = self.world.client
-        # Plain floats: numpy scalars cost a microsecond per test or argument, and this runs every step.
-        position_list = np.asarray(positions, dtype=float).tolist()
-        # every joint on a position target (`targets` is not None): NaN is the only non-finite one can have
-        self._held = not any(map(math.isnan, position_list))
-        if all(self._clamped) and all(map(math.isfinite, position_list)):
-            # The usual case: every joint held at a position target, every clamp already set.
-            c.setJointMotorControlArray(self.body, self.joints, c.POSITION_CONTROL, targetPositions=position_list,
-                                        forces=self._motor_forces)
-        elif not any(map(math.isfinite, position_list)):  # every joint on a velocity target: one call
-            c.setJointMotorControlArray(self.body, self.joints, c.VELOCITY_CONTROL,
-                                        targetVelocities=np.asarray(velocities, dtype=float).tolist(),
-                                        forces=self._motor_forces)
-            self._clamped[:] = [False] * len(self.joints)  # a velocity command lifts the clamp
-        else:
-            self._command_each(position_list, np.asarray(velocities, dtype=float).tolist())
-        if self._torqued:  # (otherwise torque_commands are all NaN already)
-            self.torque_commands[:] = np.nan
-            self._torqued = False
-        self.position_targets = np.array(positions, dtype=float)
-        if velocities is _NO_TARGETS:  # set_position_targets: no joint on a velocity target
-            self.velocity_targets = _NO_TARGETS  # shared and read-only: readers copy it (arm node, reasoner)
-        else:
-            self.velocity_targets = np.where(np.isfinite(self.position_targets), np.nan, velocities)
-
-    def _command_each(self, positions: list[float], velocities: list[float]) -> None:
-        """command_motors for a mix of modes or unknown clamps: setJointMotorControl2 with maxVelocity
-        where a position-controlled joint's clamp is not known set, one array call per mode for the rest."""
-        c = self.world.client
-        forces, clamped, joints = self._motor_forces, self._clamped, self.joints
-        held, held_targets, held_forces = [], [], []
-        moving, moving_targets, moving_forces = [], [], []
-        for i, target in enumerate(positions):
-            if math.isfinite(target):
-                if clamped[i]:
-                    held.append(joints[i])
-                    held_targets.append(target)
-                    held_forces.append(forces[i])
-                else:
-                    c.setJointMotorControl2(self.body, joints[i], c.POSITION_CONTROL, targetPosition=target,
-                                            force=forces[i], maxVelocity=self._max_velocities[i])
-                    clamped[i] = True
-            else:
-                moving.append(joints[i])
-                moving_targets.append(velocities[i])
-                moving_forces.append(forces[i])
-                clamped[i] = False  # a velocity command lifts the clamp
-        if held:
-            c.setJointMotorControlArray(self.body, held, c.POSITION_CONTROL, targetPositions=held_targets,
-                                        forces=held_forces)
-        if moving:
-            c.setJointMotorControlArray(self.body, moving, c.VELOCITY_CONTROL, targetVelocities=moving_targets,
-                                        forces=moving_forces)
-
-    @property
-    def targets(self) -> np.ndarray | None:
-        """The 9 position targets, or None while any joint runs on a velocity target."""
-        return self.position_targets.copy() if self._held else None
-
-    def set_gripper(self, open_: bool) -> None:
-        """Open to the configured width or close fully, leaving the seven arm joints' targets alone
-        (in velocity mode the arm holds where it is)."""
-        q = self.targets.copy() if self.targets is not None else self.joint_states()[0]
-        q[7:] = self.config.gripper_open if open_ else self.limits.lower[7:]
-        self.gripper_open = open_
-        self.set_position_targets(q)
-
-    def delta_targets(self, delta) -> np.ndarray:
-        """Joint targets for the seed's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
-
-        The new grasp-target position is the current one plus the delta, clipped to the workspace when
-        configured (only the commanded motion: a zero delta holds the arm even outside the workspace);
-        the gripper stays top-down with its yaw turned by dyaw; IK keeps the arm near its home posture
-        (with `arm.ik_posture`). gripper > 0 opens, < 0 closes, 0 keeps the current state.
-        """
-        delta = np.asarray(delta, dtype=float)
-        state = self.world.client.getLinkState(self.body, self.grasp_link, computeForwardKinematics=True)
-        position = np.array(state[4])  # ee_pose()'s, with the quaternion kept as PyBullet's tuple
-        asked = position + delta[:3]
-        target = asked
-        if self.config.clip_delta_to_workspace and self.workspace is not None:
-            target = self.clip_to_workspace(target, position)
-        target = self.solver.bound(target)
-        self.delta_clipped = target is not asked and target.tolist() != asked.tolist()  # counted by the arm node
-        yaw = float(self.world.client.getEulerFromQuaternion(state[5])[2]) + delta[3]  # as ee_yaw()
-        q = self.ik(target, yaw, bounded=True)
-        if delta[4] != 0:
-            self.gripper_open = bool(delta[4] > 0)
-        q[7:] = self.config.gripper_open if self.gripper_open else self.limits.lower[7:]
-        return self.limits.clip_position(q)
-
-    def ik(self, position, yaw: float, bounded: bool = False) -> np.ndarray:
-        """Joint targets for a top-down grasp at `position` turned by `yaw`; fingers keep their targets.
-        `bounded`: `position` came from `self.solver.bound` already."""
-        orientation = self.world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, yaw])
-        targets = self.position_targets
-        held = self._held  # as self.targets is not None, without its copy
-        if held and not (self.solver.posture or self.solver.rounds):
-            # One pass, nothing to refine or measure: on this arm, from where it stands (PandaIK.pass_on)
-            q = self.solver.pass_on(self.world.client, self.body, position, orientation, bounded)
-            q[7:] = targets[7:]
-            return q
-        start = self.joint_positions()
-        if held:
-            start[7:] = targets[7:]
-        q, _ = self.solver.solve(start, position, orientation, measure=False)
-        return q
-
-    def workspace_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Seed workspace for the grasp target, in the bin frame: inside the walls less a margin,
-        high enough that the fingertips stay just clear of the floor, no upper limit (computed once:
-        the bin is fixed)."""
-        return tuple(bound.copy() for bound in self._bounds())
-
-    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """workspace_bounds, computed at the first call, shared (never write to them)."""
-        if self._workspace_bounds is None:
-            lower, upper = self.workspace.interior()
-            m = self.config.workspace_margin
-            floor = lower[2] + self.tip_offset + FLOOR_CLEARANCE
-            self._workspace_bounds = (np.array([lower[0] + m, lower[1] + m, floor]),
-                                      np.array([upper[0] - m, upper[1] - m, np.inf]))
-        return self._workspace_bounds
-
-    def clip_to_workspace(self, point, start=None) -> np.ndarray:
-        """`point` clipped to the workspace. With `start` (where a motion to `point` begins) only the
-        commanded motion is clipped: per axis, the bounds widen to include `start`, so a motion from
-        outside the workspace may go back toward it or hold still, never further out (a zero delta
-        holds the arm wherever it is, e.g. at home, which lies outside the pick bin)."""
-        lower, upper = self._bounds()
-        if start is not None:
-            here = self.workspace.to_local(start)
-            lower, upper = np.minimum(lower, here), np.maximum(upper, here)
-        local = clip(self.workspace.to_local(point), lower, upper)
-        return self.workspace.to_world(local)
-
-    # --- seed actions that step the world -----------------------------------------------------
-    def move_to(self, q, check_fingers: bool = False) -> list[np.ndarray]:
-        """Position action: set targets, step until the arm joints are within tolerance or max_steps.
-
-        Returns the finger force readings of every step (empty when the sensors are off).
-        """
-        q = self.set_position_targets(q)
-        joints = slice(0, 9 if check_fingers else 7)
-        readings = []
-        for _ in range(self.config.max_steps):
-            self.world.step()
-            if self.config.finger_force_sensors:
-                readings.append(self.finger_forces())
-            if np.all(np.abs(self.joint_states()[0][joints] - q[joints]) < self.config.position_tolerance):
-                break
-        return readings
-
-    def apply_velocity(self, v) -> list[np.ndarray]:
-        """Velocity action: set (clipped) velocities and step once."""
-        self.set_velocity_targets(v)
-        self.world.step()
-        return [self.finger_forces()] if self.config.finger_force_sensors else []
-
-    def apply_delta(self, delta) -> list[np.ndarray]:
-        """Delta action: move the arm by IK, then open or close the gripper if that changed."""
-        was_open = self.gripper_open
-        q = self.delta_targets(delta)
-        readings = self.move_to(q)
-        if self.gripper_open != was_open:
-            readings += self.actuate_gripper(self.gripper_open)
-        return readings
-
-    def actuate_gripper(self, open_: bool) -> list[np.ndarray]:
-        """Open or close and step until the fingers stop (or max_steps when they squeeze an object)."""
-        self.set_gripper(open_)
-        readings, still = [], 0
-        for _ in range(self.config.max_steps):
-            self.world.step()
-            if self.config.finger_force_sensors:
-                readings.append(self.finger_forces())
-            still = still + 1 if np.all(np.abs(self.joint_states()[1][7:]) < FINGER_STOPPED) else 0
-            if still >= 10:
-                break
-        return readings
 
     # --- grasping -----------------------------------------------------------------------------
     def touching(self, body: int) -> bool:
@@ -555,12 +267,3 @@ class FrankaArm:
             if point[3] in by_link and point[4] == -1:
                 by_link[point[3]].add(point[2])
         return by_link[left] & by_link[right]
-
-    def shake(self) -> None:
-        """Move up a little and back down to where it started, so that a loose grasp loses its object.
-
-        Not a delta action: the pick bin's workspace does not apply (a shake above the drop bin stays
-        above it), only the arm's reach; the gripper keeps its yaw and its state."""
-        start, yaw = self.ee_pose()[0], self.ee_yaw()
-        for target in (start + [0.0, 0.0, SHAKE_HEIGHT], start):
-            self.move_to(self.ik(self.solver.bound(target), yaw))  # the fingers keep their targets

@@ -7,6 +7,8 @@ entity's link frame (its URDF origin, not its centre of mass) in `world`, or in 
 
 Core code: no ROS here. A refused request raises `EntityError` with a code the node maps onto the
 standard's result codes, and nothing in the world has changed. Call everything on the physics thread.
+
+The error and its codes are entity_errors.py's, reading a spawned URDF from a client's URI urdf_resources.py's.
 """
 from __future__ import annotations
 
@@ -15,20 +17,24 @@ import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
 
 import numpy as np
 import pybullet_data
 
-from ..reasoning import ROBOT_NAME
 from . import sanity
+from .entity_errors import (INVALID_POSE, MISSING_ASSETS, NAME_INVALID, NAME_NOT_UNIQUE, NO_RESOURCE,  # noqa: F401
+                            NOT_FOUND, OPERATION_FAILED, RESOURCE_PARSE_ERROR, UNSUPPORTED_ASSETS, UNSUPPORTED_FORMAT,
+                            EntityError)  # (F401: the codes are also public names here)
 from .name_filter import FilterError, compile_filter
+from .panda import ROBOT_NAME
 from .scene import SceneObject, object_files
 from .sim import BinPickingSim
 from .spawn_folder import SpawnFolder
 from .spawn_sources import OutsideRoots, SpawnRoots, Walk, source_path
-from .urdf_limits import NumberError, body_problem, check_numbers
-from .vision.rendering import spelled
+from .rendering import spelled
+from .urdf_limits import body_problem
+from .urdf_resources import (MESH_FORMATS, package_path, parse_urdf, path_of_package, read_urdf,  # noqa: F401
+                             resolve_uri)  # (F401: also importable from here, their old home)
 
 ROBOT, STATIC, OBJECT = "robot", "static", "object"
 WORLD_FRAME = "world"
@@ -38,23 +44,8 @@ MAX_ANGULAR_SPEED = 1000.0  # rad/s
 QUATERNION_TOLERANCE = 0.01  # |q| may be this far from 1 (typed-in values); it is then normalised
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 RESERVED_NAME = re.compile(r"object_[0-9]+")  # the bin's objects; a spawned one must not take a future name
-MESH_FORMATS = {".obj", ".stl", ".dae"}  # what PyBullet's URDF importer reads
 ABOVE_BIN = 0.75  # a bin's named spawn pose: this many bin heights above its rim, still inside the seed's
                   # "in the bin" region (up to twice the height), so the task does not remove what drops from it
-
-# Codes of refusals (the node maps them onto the standard's result codes).
-NOT_FOUND, INVALID_POSE, OPERATION_FAILED = "not_found", "invalid_pose", "operation_failed"
-NAME_NOT_UNIQUE, NAME_INVALID, NO_RESOURCE = "name_not_unique", "name_invalid", "no_resource"
-UNSUPPORTED_FORMAT, RESOURCE_PARSE_ERROR = "unsupported_format", "resource_parse_error"
-MISSING_ASSETS, UNSUPPORTED_ASSETS = "missing_assets", "unsupported_assets"
-
-
-class EntityError(ValueError):
-    """A request the world refuses; `code` says which kind, the message says why."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -368,95 +359,3 @@ class Entities:
         return found, unknown, walk.stopped
 
 
-# --- URDF resources ---------------------------------------------------------------------------
-def resolve_uri(uri: str, roots: SpawnRoots) -> tuple[Path, Path | None]:
-    """A URDF's path from `file://`, `package://` (ament index), an absolute path, or a path relative to
-    pybullet_data (as PyBullet's own loadURDF finds them), inside the spawnable folders (a package's
-    file inside that package's share folder); and that package's share folder, if from one."""
-    shown, package = repr(uri[:200]), None
-    if uri.startswith("package://"):
-        path, package = package_path(uri), path_of_package(uri)
-    elif uri.startswith("file://"):
-        path = Path(unquote(uri.removeprefix("file://")))
-    elif "://" in uri:
-        raise EntityError(UNSUPPORTED_FORMAT, f"{shown}: only file://, package:// and plain paths are read")
-    else:
-        path = Path(uri) if Path(uri).is_absolute() else Path(pybullet_data.getDataPath()) / uri
-    if path.suffix.lower() != ".urdf":
-        raise EntityError(UNSUPPORTED_FORMAT, f"{shown} is not a .urdf file; spawn formats: urdf")
-    try:
-        roots.check(path, shown, also=[package] if package else [])
-    except OutsideRoots as exc:
-        raise EntityError(OPERATION_FAILED, str(exc)) from None
-    if not path.is_file():
-        raise EntityError(NOT_FOUND, f"{shown}: no such file")
-    return path, package
-
-
-def path_of_package(uri: str) -> Path:
-    """The share folder of a package:// URI's package."""
-    name = uri.removeprefix("package://").partition("/")[0]
-    return package_path(f"package://{name}/")
-
-
-def package_path(uri: str) -> Path:
-    package, _, rest = uri.removeprefix("package://").partition("/")
-    try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-    except ImportError:  # no ROS install: no packages to find
-        raise EntityError(NOT_FOUND, f"{uri!r}: ament_index_python is not installed") from None
-    try:
-        return Path(get_package_share_directory(package)) / rest
-    except (PackageNotFoundError, ValueError):
-        raise EntityError(NOT_FOUND, f"{uri!r}: no package {package!r} in the ament index") from None
-
-
-def read_urdf(path: Path) -> str:
-    """The file's text. The reason of a refusal never quotes the file (UnicodeDecodeError names a byte)."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"cannot read {path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"cannot read {path}: {exc.strerror or 'error'}") from None
-
-
-def parse_urdf(text: str, base: Path, roots: SpawnRoots, package: Path | None = None,
-               echo: bool = True) -> ElementTree.Element:
-    """The URDF's XML, its numbers checked (urdf_limits), with every mesh file resolved to an absolute
-    path (relative ones against `base`) inside the spawnable folders or `package`'s share folder.
-    `echo`: messages may quote the document (the client sent it); otherwise they say where, not what."""
-    try:
-        root = ElementTree.fromstring(text)
-    except ElementTree.ParseError as exc:  # says line and column, quotes nothing
-        raise EntityError(RESOURCE_PARSE_ERROR, f"not well-formed XML: {exc}") from None
-    tag = f"<{root.tag[:50]}>" if echo else "the root element"
-    if root.tag in ("sdf", "mujoco"):
-        raise EntityError(UNSUPPORTED_FORMAT, f"<{root.tag}> documents are not read; spawn formats: urdf")
-    if root.tag != "robot" or root.find("link") is None:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"not a URDF: {tag} should be <robot> with a <link>")
-    try:
-        check_numbers(root, echo)
-    except NumberError as exc:
-        raise EntityError(RESOURCE_PARSE_ERROR, f"out of bounds: {exc}") from None
-    for k, mesh in enumerate(root.iter("mesh"), 1):
-        filename = mesh.get("filename", "")
-        shown = repr(filename[:200]) if echo else f"#{k}"
-        if filename.startswith("package://"):
-            try:
-                path, also = package_path(filename), [path_of_package(filename)]
-            except EntityError as exc:
-                raise EntityError(MISSING_ASSETS, f"mesh {shown}: {exc}" if echo else f"mesh {shown}: no such package") from None
-        else:
-            path = Path(unquote(filename.removeprefix("file://")))
-            path, also = (path if path.is_absolute() else base / path), ([package] if package else [])
-        if path.suffix.lower() not in MESH_FORMATS:
-            raise EntityError(UNSUPPORTED_ASSETS, f"mesh {shown}: PyBullet reads {sorted(MESH_FORMATS)}")
-        try:
-            roots.check(path, f"mesh {shown}", also)
-        except OutsideRoots as exc:
-            raise EntityError(OPERATION_FAILED, str(exc)) from None
-        if not path.is_file():
-            raise EntityError(MISSING_ASSETS, f"mesh {shown} not found")
-        mesh.set("filename", str(path))
-    return root

@@ -1,5 +1,6 @@
-"""Triangle meshes of the objects' Wavefront OBJ files, for planners' collision models (the planning
-scene embeds them, so a planner on another machine needs no file of this one)."""
+"""The objects' Wavefront OBJ files read: their vertices (what the scripted picker plans with) and their
+triangle meshes, for planners' collision models (the planning scene embeds them, so a planner on another
+machine needs no file of this one)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -29,3 +30,10 @@ def obj_mesh(path: str) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: a face names a vertex that does not exist")
     v.flags.writeable = t.flags.writeable = False
     return v, t
+
+
+@lru_cache(maxsize=64)
+def obj_vertices(path: str) -> np.ndarray:
+    """Vertex positions of a Wavefront OBJ file (unscaled)."""
+    rows = [line.split()[1:4] for line in Path(path).read_text().splitlines() if line.startswith("v ")]
+    return np.array(rows, dtype=float)

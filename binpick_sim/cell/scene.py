@@ -16,9 +16,9 @@ import numpy as np
 import pybullet_data
 
 from .bin_geometry import bin_boxes
-from .vision.rendering import spelled
+from .rendering import spelled
 from ..config import BinConfig, SceneConfig
-from ..picking.policy import obj_vertices
+from .meshes import obj_vertices
 from .world import World, connect
 
 GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points
@@ -48,7 +48,7 @@ class Bin:
     on the other side); their sizes come from the scene file (`size`, `wall_thickness`) instead of a
     mesh file and its scale; and the robot description builds the same five boxes (bin_geometry.py)
     without shipping a mesh. The outer size is the seed's (`default_dimensions`); its docs do not give
-    the mesh's wall thickness, here 5 mm. test_seed_fidelity.py measures the walls and floor with rays.
+    the mesh's wall thickness, here 5 mm. test/cell/test_scene.py measures the walls and floor with rays.
     """
 
     default_dimensions = (0.16, 0.16, 0.04)  # seed BaseBin.default_dimensions: outer length, width, height [m]

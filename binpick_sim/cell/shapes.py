@@ -14,11 +14,26 @@ from pathlib import Path
 
 import numpy as np
 
-from ..picking.policy import obj_vertices
+from .meshes import obj_vertices
 
 MESH, BOX, SPHERE, CYLINDER = "mesh", "box", "sphere", "cylinder"
 _PYBULLET_TYPES = {2: SPHERE, 3: BOX, 4: CYLINDER, 5: MESH, 7: CYLINDER}  # GEOM_*; a capsule drawn as its cylinder
 _RING = 16  # points around a cylinder's rim
+
+
+@dataclass(frozen=True)
+class ObjectView:
+    """An object as the picker sees it: its name, pose and mesh vertices (from the core or from the markers)."""
+
+    name: str
+    position: np.ndarray  # world, metres
+    orientation: np.ndarray  # xyzw
+    vertices: np.ndarray  # N x 3 mesh vertices in the object frame, scaled to metres
+
+    def world_vertices(self) -> np.ndarray:
+        from scipy.spatial.transform import Rotation  # here: scipy costs an env that never picks ~26 MB
+
+        return Rotation.from_quat(self.orientation).apply(self.vertices) + self.position
 
 
 @dataclass(frozen=True)

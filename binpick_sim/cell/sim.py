@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from .arm import JOINT_NAMES, FrankaArm
-from .vision import rendering
+from . import rendering
 from .bin_shake import BinShaker
 from .vision.camera import Camera
 from ..config import Config
-from ..picking.policy import ObjectView
-from .shapes import Geometry, visual_frames, visual_pose
+from .shapes import Geometry, ObjectView, visual_frames, visual_pose
 from .scene import BinScene, SceneObject
 from .world import World
 

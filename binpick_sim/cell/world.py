@@ -7,9 +7,7 @@ threads while the physics thread steps.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Callable
@@ -17,29 +15,14 @@ from typing import Callable
 import numpy as np
 
 from ..config import SimulationConfig
-
-
-@contextlib.contextmanager
-def quiet_stdout():
-    """Hide what PyBullet's C code prints to stdout (build time, argv) so our own output stays readable."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            ctypes.CDLL(None).fflush(None)  # C stdio may still hold the text in its buffer
-            os.dup2(saved, 1)
-            os.close(saved)
-
+from .quiet import quiet_stdout  # also reached here by its old path, binpick_sim.cell.world
 
 with quiet_stdout():
     import pybullet
 import pybullet_data  # noqa: E402
 from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
-from .vision import rendering  # noqa: E402  (after pybullet's quiet import)
+from . import rendering  # noqa: E402  (after pybullet's quiet import)
 
 
 class Client(BulletClient):

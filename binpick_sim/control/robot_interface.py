@@ -22,9 +22,9 @@ import numpy as np
 
 from ..cell.arm import JOINT_NAMES, FrankaArm
 from ..cell.loop import PhysicsLoop
+from .time_series import BUFFER, TimeIndexError, TimeSeries  # noqa: F401  (BUFFER: also a public name here)
 
 N = len(JOINT_NAMES)
-BUFFER = 1000  # steps kept (seed)
 DEFAULT_KP = np.array([300.0] * 4 + [100.0] * 3 + [1000.0] * 2)
 DEFAULT_KD = np.array([10.0] * 4 + [3.0] * 3 + [20.0] * 2)
 SAFETY_KD = np.array([0.5] * 4 + [0.1] * 3 + [2.0] * 2)  # velocity damping of the safety checks
@@ -96,44 +96,6 @@ class Status:
     action_repetitions: int = 0
     error_status: int = NO_ERROR
     error_message: str = ""
-
-
-class TimeIndexError(IndexError):
-    """A time index that is no longer (or not) in the buffer."""
-
-
-class TimeSeries:
-    """The last BUFFER values by time index; a future index blocks until it is written."""
-
-    def __init__(self, maxlen: int = BUFFER):
-        self.maxlen = maxlen
-        self.values: dict[int, object] = {}
-        self.newest = -1
-        self.changed = threading.Condition()
-
-    def append(self, t: int, value) -> None:
-        with self.changed:
-            self.values[t] = value
-            self.newest = max(self.newest, t)
-            self.values.pop(t - self.maxlen, None)
-            self.changed.notify_all()
-
-    def wait_for(self, t: int, timeout: float | None = None) -> None:
-        """Until index t has been written (it may be gone again by then)."""
-        with self.changed:
-            if not self.changed.wait_for(lambda: t <= self.newest, timeout):
-                raise TimeoutError(f"time index {t} was not reached within {timeout} s")
-
-    def get(self, t: int, timeout: float | None = None):
-        with self.changed:
-            if t < 0:
-                raise TimeIndexError(f"time index {t} does not exist (indices start at 0)")
-            if not self.changed.wait_for(lambda: t <= self.newest, timeout):
-                raise TimeoutError(f"time index {t} was not reached within {timeout} s")
-            if t not in self.values:
-                raise TimeIndexError(f"time index {t} is no longer kept (only the last {self.maxlen} steps are; "
-                                     f"the oldest now is {self.newest - self.maxlen + 1})")
-            return self.values[t]
 
 
 class RobotBackend:

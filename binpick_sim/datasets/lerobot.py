@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rollouts import DEPTH_PNG_SCALE, SUMMARY_FILE, read_dataset
+from .parquet import DEPTH_PNG_SCALE, SUMMARY_FILE, read_dataset
 
 CODEBASE_VERSION = "v3.0"
 CHUNK_FILE = "chunk-{chunk_index:03d}/file-{file_index:03d}"
@@ -116,7 +116,7 @@ def _image_arrays(column, key: str, meta: dict) -> list[np.ndarray]:
 
 
 def _png(key: str, image: np.ndarray) -> bytes:
-    from ..rollouts import encode_image
+    from .parquet import encode_image
 
     if key == "depth":  # already in 0.1 mm units: encode as is
         import cv2

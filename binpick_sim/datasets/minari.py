@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rollouts import SUMMARY_FILE, observation_columns, read_dataset
+from .parquet import SUMMARY_FILE, observation_columns, read_dataset
 from .replay import difference
 
 INFO_KEYS = {"grabs": np.int64, "objects_left": np.int64, "bin_collision": np.bool_,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rollouts import SUMMARY_FILE, observation_columns, read_dataset
+from .parquet import SUMMARY_FILE, observation_columns, read_dataset
 
 
 @dataclass

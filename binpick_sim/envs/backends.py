@@ -193,7 +193,7 @@ class RosBackend:
 
         from ..nodes.clients.client import TOPICS, SimClient
         from ..nodes.process.spawn import SimProcess
-        from ..nodes.servers.task_node import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
+        from ..nodes.common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
         self.segmentation = bool(segmentation and images)

@@ -27,6 +27,7 @@ from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
 from .privileged import PrivilegedLayout, shaping
+from .seed_scene import SeedSceneApi
 
 OBSERVATIONS = ("image", "state", "privileged", "state_dict", "rgbd", "segmentation")
 PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Learning")
@@ -54,7 +55,7 @@ def episode_limit(env) -> int | None:
     return env.unwrapped.config.task.max_episode_steps
 
 
-class FrankaEnv(gym.Env):
+class FrankaEnv(SeedSceneApi, gym.Env):
     # Every mode `gym.make` may pass on (so that "human" reaches the constructor, which says why it cannot
     # open a window headless); each instance lists the modes that work where it runs (`render_modes`), which
     # is what Gymnasium's checker tries.
@@ -335,63 +336,6 @@ class FrankaEnv(gym.Env):
         if getattr(self, "_backend", None) is not None:
             self._backend.close()
             self._backend = None
-
-    # --- the seed's scene and camera API -------------------------------------------------------
-    scene_modes = ("train", "test", "two_arms")  # seed: scene_modes; load_scene(mode) picks one
-    scene_mode: str | None = None  # the last load_scene's mode (None: the scene file as given)
-
-    def load_scene(self, mode: str) -> None:
-        """Seed: the scene the next reset starts in. `train` / `test`: this env's scene file with the
-        training / testing half of the objects (`scene.object_set`); `two_arms`: the two-arm cell
-        (config/scene_two_arms.yaml; the env commands its first arm, grabs by either arm count). The
-        camera keeps this env's image size and renderer, so the spaces stay as they are. The running
-        simulation (or the ROS backend's sim process) is closed now and the new one made at the next reset."""
-        if mode not in self.scene_modes:
-            raise ValueError(f"unknown scene mode {mode!r} (scene_modes: {', '.join(self.scene_modes)})")
-        base = self._scene_base
-        if mode == "two_arms":
-            config = load_config(default_config().parent / "scene_two_arms.yaml")
-            size = dict(width=base.camera.width, height=base.camera.height)
-            config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, **size),
-                                         simulation=dataclasses.replace(config.simulation,
-                                                                        renderer=base.simulation.renderer))
-        else:
-            config = dataclasses.replace(base, scene=dataclasses.replace(base.scene, object_set=mode))
-        name, images, gui, options = self._backend_args
-        self.close()
-        self.config, self.scene_mode = config, mode
-        rendered = self._rendered(config)
-        self._make_backend = lambda: make_backend(name, rendered, images, gui=gui, **options)
-        self.last = None
-
-    def recompute_view_and_projection_matrix(self, eye_position, target_position, fov, near_plane, far_plane,
-                                             up_vector=None, render_width=None, render_height=None) -> None:
-        """Seed: look from `eye_position` at `target_position` (world, m) with `up_vector` up (default
-        +z), a vertical field of view `fov` [deg], clipping planes `near_plane` / `far_plane` [m], and
-        optionally a new image size, from the next observation on. Until the next reset: `reset()` puts
-        the scene file's camera back, so observations fit `observation_space` again (while it is
-        changed, an image observation has the size asked for here). ValueError, nothing changed, if a
-        value is wrong."""
-        from scipy.spatial.transform import Rotation
-
-        eye, target = np.asarray(eye_position, dtype=float), np.asarray(target_position, dtype=float)
-        up = np.asarray([0.0, 0.0, 1.0] if up_vector is None else up_vector, dtype=float)
-        forward = target - eye
-        left = np.cross(up, forward)
-        if (eye.shape, target.shape, up.shape) != ((3,), (3,), (3,)) or not np.all(np.isfinite([*eye, *target, *up])) \
-                or np.linalg.norm(forward) < 1e-9 or np.linalg.norm(left) < 1e-9 * np.linalg.norm(forward):
-            raise ValueError("eye_position, target_position and up_vector must be 3 finite numbers each, the "
-                             "target apart from the eye and the up vector not along the line of sight")
-        forward, left = forward / np.linalg.norm(forward), left / np.linalg.norm(left)
-        rotation = np.column_stack([forward, left, np.cross(forward, left)])  # camera_link: x forward, z up
-        changes = {"parent": "world", "position": tuple(eye.tolist()),
-                   "orientation_deg": tuple(Rotation.from_matrix(rotation).as_euler("xyz", degrees=True).tolist()),
-                   "fov_deg": float(fov), "near": float(near_plane), "far": float(far_plane)}
-        if render_width is not None:
-            changes["width"] = int(render_width)
-        if render_height is not None:
-            changes["height"] = int(render_height)
-        self.backend.set_camera(self._camera_changes(changes))
 
 
 class FrankaPositionEnv(FrankaEnv):

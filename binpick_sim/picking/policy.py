@@ -11,10 +11,11 @@ rules ends the episode (arm-bin contact) or leaves the object untouched.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
+
+from ..cell.meshes import obj_vertices  # noqa: F401  (its old home: a public name here)
+from ..cell.shapes import ObjectView
 
 APPROACH_HEIGHT = 0.10  # metres above the grasp point before descending
 LIFT_HEIGHT = 0.15  # metres above the grasp point when lifting (clear of the bins' rims)
@@ -22,19 +23,6 @@ FINGER_REACH = 0.047  # half the open span at the fingers' widest (they flare ou
 FINGER_HALF_WIDTH = 0.013  # a finger pad's half width along the gripper's x axis
 WALL_CLEARANCE = 0.003  # metres between a finger and the inside of a wall
 NEIGHBOUR_CLEARANCE = 0.004  # metres between a finger and another object
-
-
-@dataclass(frozen=True)
-class ObjectView:
-    name: str
-    position: np.ndarray  # world, metres
-    orientation: np.ndarray  # xyzw
-    vertices: np.ndarray  # N x 3 mesh vertices in the object frame, scaled to metres
-
-    def world_vertices(self) -> np.ndarray:
-        from scipy.spatial.transform import Rotation  # here: scipy costs an env that never picks ~26 MB
-
-        return Rotation.from_quat(self.orientation).apply(self.vertices) + self.position
 
 
 @dataclass(frozen=True)
@@ -70,13 +58,6 @@ class Grasp:
         above = self.position + [0, 0, APPROACH_HEIGHT]
         return [("approach", above, 1.0), ("descend", self.position, 1.0), ("close", None, -1.0),
                 ("lift", self.position + [0, 0, LIFT_HEIGHT], -1.0)]
-
-
-@lru_cache(maxsize=64)
-def obj_vertices(path: str) -> np.ndarray:
-    """Vertex positions of a Wavefront OBJ file (unscaled)."""
-    rows = [line.split()[1:4] for line in Path(path).read_text().splitlines() if line.startswith("v ")]
-    return np.array(rows, dtype=float)
 
 
 def finger_points(centre_xy: np.ndarray, yaw: float) -> np.ndarray:

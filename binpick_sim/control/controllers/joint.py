@@ -94,7 +94,7 @@ class JointVelocityController(Controller):
 
     The default differs from the seed because the seed's law shakes the wrist at this cell's 240 Hz
     physics (a gain of 6 N m s/rad on a link of about 0.01 kg m^2 overshoots in one 4 ms step; robosuite
-    steps at 500 Hz with armature on the joints), while it tracks at 1 kHz (test_seed_fidelity.py shows
+    steps at 500 Hz with armature on the joints), while it tracks at 1 kHz (test/control/test_controllers.py shows
     both); weighting by the mass matrix gives every joint the same response time, 1/kp.
 
     Action: [v x7], absolute joint velocities, scaled from [input_min, input_max] to

@@ -16,8 +16,7 @@ from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 from ...control.camera_series import CameraObservation, CameraSeries
 from ...control.robot_interface import Action, Observation, RobotFrontend, Status, TimeSeries
 from ..common.teardown import destroy_fully
-from ..servers.robot_node import ACTION_SIZE, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
-from ..servers.robot_node import CAMERA_QOS, CAMERA_TOPICS
+from ..common.wire import ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
 
 
 class RosRobotFrontend(RobotFrontend):

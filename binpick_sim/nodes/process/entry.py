@@ -1,11 +1,11 @@
 """The `sim` executable's entry point. It imports nothing heavy itself, so that Ctrl-C while Python is
 still loading rclpy and PyBullet ends with one line, as it does later in start-up, not a traceback."""
 import io
-import os
 import signal
 import sys
 
-INTERRUPTED = "binpick_sim: interrupted while starting"
+from .interrupt import INTERRUPTED, stop_interrupted  # noqa: F401  (INTERRUPTED: also a public name here)
+
 _SIGNALLED: list[int] = []  # SIGINTs seen while starting (a C extension may print and swallow the exception)
 
 
@@ -39,13 +39,6 @@ def main() -> int:
         if not interrupted(exc):
             raise
         stop_interrupted()
-
-
-def stop_interrupted() -> int:  # never returns
-    """One line, exit 130, at once: whatever was half built (a DDS participant, an executor that never
-    spun, a PyBullet client) is left to the OS, since tearing it down can block a process being stopped."""
-    print(INTERRUPTED, file=sys.stderr, flush=True)
-    os._exit(130)
 
 
 def interrupted(exc: BaseException) -> bool:

@@ -32,7 +32,7 @@ from rclpy.utilities import get_default_context
 
 from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
-from .entry import stop_interrupted
+from .interrupt import stop_interrupted
 from ..common import shm
 from ..common.dds import use_package_profile
 from ..common.teardown import destroy_fully

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Callable
 
-from ...cell.vision.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
+from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
 
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back

@@ -11,7 +11,7 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from ...cell.vision.camera import organised_cloud
 from ...cell.vision.labels import label_image
-from ...cell.vision.render_worker import RenderedFrame, RenderWorker, capture
+from ...cell.render_worker import RenderedFrame, RenderWorker, capture
 from ...config import BOUNDS, CameraConfig, checked_value
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop

@@ -14,7 +14,7 @@ from std_srvs.srv import Trigger
 
 from ...cell.loop import PhysicsLoop
 from ...reasoning import CameraView, Reasoner
-from ...cell.vision.render_worker import VisibilityAnswer, VisibilityRequest
+from ...cell.render_worker import VisibilityAnswer, VisibilityRequest
 from ...cell.sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import SERVICE_QOS

@@ -29,19 +29,12 @@ from ...cell.sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common import convert
 from ..common.params import MAX_RATE, declare
+from ..common.wire import (ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED,  # noqa: F401
+                           STEP_LAYOUT, STEPS_QOS)  # (F401: the layouts' old home, still importable from here)
 
-ACTION_SIZE = 4 * N
-# robot/steps: name and length of each part, in order
-STEP_LAYOUT = [("t", 1), ("timestamp_ms", 1), ("action_repetitions", 1), ("error_status", 1),
-               ("position", N), ("velocity", N), ("torque", N), ("tip_force", 2),
-               ("desired", ACTION_SIZE), ("applied", ACTION_SIZE)]
-CAMERA_QOS = QoSProfile(depth=30)  # the camera series' buffer
-CAMERA_TOPICS = ("robot/camera/image_raw", "robot/camera/depth/image_raw", "robot/camera/frames")
-REJECTED, IN_ERROR = -1, -2
 MAX_REPETITIONS = 10 ** 9  # about 11 days at 1 kHz
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53
-STEPS_QOS = QoSProfile(depth=1000)  # a whole buffer's worth, so a slow reader loses nothing
 # Fast DDS (as rmw_fastrtps sets it up) keeps a payload per slot of a subscription's queue, each as large as
 # the largest message it ever held: a queue of 100 under a flood of 8 MB messages kept 800 MB for good.
 ACTION_QUEUE = 10

@@ -24,12 +24,8 @@ from ...picking.privileged import privileged_state
 from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
 from ..common.params import MAX_RATE, MIN_RATE, declare
+from ..common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC, UNTIL_REACHED  # (also importable from here)
 
-# task/step: [request id, command, physics steps, command values...]; command codes (the last two: step
-# until the arm reaches its targets, `physics steps` the bound, as an env made with until_reached=True):
-STEP_COMMANDS = ("none", "position", "velocity", "delta", "position_until_reached", "delta_until_reached")
-UNTIL_REACHED = "_until_reached"
-STEP_TOPIC, OBSERVATION_TOPIC = "task/step", "task/observation"
 MAX_STEPS = 100_000  # physics steps one request may ask for
 
 

@@ -15,7 +15,7 @@ from ...config import load_config
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
 from ...cell.shapes import Geometry
-from ...cell.vision.rendering import RENDERERS
+from ...cell.rendering import RENDERERS
 from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics

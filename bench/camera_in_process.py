@@ -1,0 +1,178 @@
+"""The camera figures that need no ROS: Camera.render beside raw getCameraImage per renderer and size, and
+FrankaDelta-v0's image steps in process beside a bare step block plus one render at the observation's size.
+
+bench/camera.py adds the published rows (a `sim` process, DDS) to these. Kept apart so that a machine with
+PyBullet but no ROS 2 (a GPU machine lent for an hour, where NVIDIA's EGL replaces Mesa's llvmpipe) can run
+them alone: `python -m bench.camera_in_process --json out.json`."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+
+from binpick_sim.cell import rendering
+from binpick_sim.cell.vision import camera as camera_module
+
+from .direct import direct_sim
+from .figures import Figure, machine
+
+RENDERER_SIZES = [(64, 64), (160, 120), (320, 240), (640, 480), (1024, 768)]
+OBSERVATION = (64, 64)  # FrankaDelta-v0's image observation
+
+
+def renderers() -> list[str]:
+    """tiny, and egl where PyBullet's EGL plugin loads here."""
+    try:
+        rendering.probe_egl()
+    except rendering.RendererError:
+        return ["tiny"]
+    return ["tiny", "egl"]
+
+
+def frames_per_second(render, seconds: float) -> float:
+    render()  # warm up (EGL uploads the scene on its first frame)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        render()
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+def raw_call(sim, segmentation: bool):
+    """One bare getCameraImage of `sim`'s camera as it stands, with or without the segmentation mask: the
+    reference each camera figure is set beside."""
+    camera, c = sim.camera, sim.world.client
+    view, flags = camera.view_matrix(), 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
+    return lambda: c.getCameraImage(camera.width, camera.height, view, camera.projection, renderer=camera.renderer,
+                                    flags=flags)
+
+
+def renderer_figures(renderers: list[str], width: int, height: int, rounds: int = 3,
+                     seconds: float = 1.0) -> list[Figure]:
+    """Per renderer: Camera.render (rgb + metric depth), and with segmentation, each beside raw getCameraImage
+    with the same renderer and the same flags. The renderers' sims live side by side and take turns (`rounds`
+    of `seconds` each; medians), so a busy machine's load falls on all alike."""
+    sims = {renderer: direct_sim(width=width, height=height, renderer=renderer) for renderer in renderers}
+    samples: dict[tuple[str, str], list[float]] = {}
+    try:
+        for _ in range(rounds):
+            for renderer, sim in sims.items():
+                camera = sim.camera
+                runs = {"raw": raw_call(sim, False), "render": lambda: camera.render(segmentation=False),
+                        "raw segmented": raw_call(sim, True), "segmented": lambda: camera.render(segmentation=True)}
+                for kind, run in runs.items():
+                    samples.setdefault((renderer, kind), []).append(frames_per_second(run, seconds))
+    finally:
+        for sim in sims.values():
+            sim.close()
+    figures = []
+    for renderer in renderers:
+        median = {kind: statistics.median(samples[renderer, kind])
+                  for kind in ("raw", "render", "raw segmented", "segmented")}
+        figures += [Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth", median["render"],
+                           "frames/s", median["raw"], f"raw: getCameraImage alone, {renderer}"),
+                    Figure("camera", f"{renderer} {width}x{height} Camera.render rgb + depth + segmentation",
+                           median["segmented"], "frames/s", median["raw segmented"],
+                           f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
+    return figures
+
+
+def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
+    """FrankaDelta-v0's image step done bare: one block of steps_per_action stepSimulation and one
+    getCameraImage of its observation camera (the default camera's view at 64 x 64), same scene."""
+    width, height = OBSERVATION
+    sim = direct_sim(width=width, height=height, aspect=640 / 480, renderer=renderer)
+    try:
+        c, block, render = sim.world.client, sim.config.task.steps_per_action, raw_call(sim, False)
+
+        def step():
+            for _ in range(block):
+                c.stepSimulation()
+            render()
+        step()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return steps / (time.perf_counter() - start)
+    finally:
+        sim.close()
+
+
+def direct_env_figures(renderer: str) -> list[Figure]:
+    """FrankaDelta-v0's image observation in process, beside its bare reference."""
+    from .gym import env_steps_per_second
+
+    rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", "direct", "image", renderer=renderer)
+    return [Figure("camera", f"FrankaDelta-v0 direct, image 64x64, {renderer}", rate, "steps/s",
+                   raw_env_steps_per_second(renderer), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view")]
+
+
+def stage_times(renderer: str, width: int, height: int, frames: int = 40) -> dict[str, float]:
+    """Median ms per frame of Camera.render's stages, taking turns: getCameraImage (no mask), RGBA to RGB by
+    numpy's strided copy and by rgb_of (what render uses at this size), and depth to metres."""
+    import numpy as np
+
+    from binpick_sim.cell.vision.camera import rgb_of
+
+    sim = direct_sim(width=width, height=height, renderer=renderer)
+    try:
+        camera, call = sim.camera, raw_call(sim, False)
+        _, _, rgba, depth_buffer, _ = call()
+        rgba, depth_buffer = rgba.reshape(height, width, 4), depth_buffer.reshape(height, width)
+        stages = {"getCameraImage": call, "rgb numpy slice": lambda: np.ascontiguousarray(rgba[:, :, :3]),
+                  "rgb_of": lambda: rgb_of(rgba), "depth to metres": lambda: camera.linearize(depth_buffer)}
+        if camera_module.OPENCV_MIN_PIXELS == math.inf:
+            del stages["rgb_of"]
+        samples: dict[str, list[float]] = {name: [] for name in stages}
+        for _ in range(frames):
+            for name, run in stages.items():
+                start = time.perf_counter()
+                run()
+                samples[name].append((time.perf_counter() - start) * 1000)
+        return {name: statistics.median(values) for name, values in samples.items()}
+    finally:
+        sim.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--renderers", default="", help="comma-separated (default: tiny, and egl where it loads)")
+    parser.add_argument("--sizes", default="", help="e.g. 64x64,640x480 (default: the five of make bench)")
+    parser.add_argument("--numpy-rgb", action="store_true",
+                        help="RGBA to RGB by numpy's copy at every size (where OpenCV is not installed)")
+    parser.add_argument("--stages", action="store_true", help="also time Camera.render's stages per renderer and size")
+    parser.add_argument("--json", help="also write the figures and the machine here")
+    args = parser.parse_args(argv)
+    if args.numpy_rgb:
+        camera_module.OPENCV_MIN_PIXELS = math.inf
+    chosen = args.renderers.split(",") if args.renderers else renderers()
+    gl = rendering.probe_egl() if "egl" in chosen else ""
+    print(f"renderers {chosen}; EGL: {gl or '-'}", flush=True)
+    figures, stages = [], {}
+    sizes = [tuple(map(int, size.split("x"))) for size in args.sizes.split(",")] if args.sizes else RENDERER_SIZES
+    for width, height in sizes:
+        figures += renderer_figures(chosen, width, height)
+        for figure in figures[-2 * len(chosen):]:
+            print(f"| {figure.name} | {figure.value:.1f} {figure.unit} | raw {figure.raw_pybullet:.1f} | "
+                  f"{figure.ratio:.2f} |", flush=True)
+    for renderer in chosen:
+        for figure in direct_env_figures(renderer):
+            figures.append(figure)
+            print(f"| {figure.name} | {figure.value:.1f} {figure.unit} | raw {figure.raw_pybullet:.1f} | "
+                  f"{figure.ratio:.2f} |", flush=True)
+    if args.stages:
+        for renderer in chosen:
+            for width, height in sizes:
+                stages[f"{renderer} {width}x{height}"] = times = stage_times(renderer, width, height)
+                print(f"stages ms, {renderer} {width}x{height}: " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()),
+                      flush=True)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "egl": gl, "figures": [f.as_dict() for f in figures], "stages_ms": stages},
+                      out, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Rendering in a process of its own, from a mirror of the scene, so that frames do not stall physics.
+
+The physics thread only copies what the picture depends on (`capture`: every arm's joint positions,
+the bins' poses (a shaken bin moves), each object's URDF, scale and pose, the camera's config, the sim
+time), well under a millisecond, and sends it to the worker; the worker keeps a copy of the cell
+(ground, bins, arm: built from the same scene file), brings it to that state (objects added, moved or
+removed by name), renders with the same renderer and sends the images back (with the point cloud built
+from them, when asked: on the physics thread that was most of a large frame's cost), stamped with the sim
+time of the state they show. Whoever asked collects the frame (`poll` / `wait`: the camera node's frame
+thread, nodes/servers/camera_frames.py) and publishes it. While the worker renders, new frames are not asked for: a slow renderer lowers the frame
+rate, not the physics rate.
+
+The reasoner's `visible` / `occluding` are answered by a worker of their own (`VisibilityRequest`): the
+same mirror, masks drawn by the scene file's renderer (visibility.py), which the live process cannot
+do when that renderer is `egl` and the live world already holds the process's one EGL client.
+
+The worker is a fresh Python (`python -m binpick_sim.cell.render_worker`), never a fork (a process
+with DDS threads must not fork), and not multiprocessing's spawn either: spawn runs the parent's main
+script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
+reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
+over a socket pair with multiprocessing's Connection (pickled messages); a frame's arrays go beside the
+pickle, straight from the worker's arrays into the socket and from the socket into the node's
+(`send_frame` / `receive_frame`), not through it: in band, each image was copied several times on the
+way (into the pickle stream, the reader's chunks and buffer, the unpickled array).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from ..config import CameraConfig, Config, config_from_dict, config_to_dict
+from .rendering import spelled
+from .vision.camera import organised_cloud
+from .vision.visibility import View, object_visibility
+
+
+@dataclass(frozen=True)
+class SceneState:
+    """What a frame shows: everything a render of the cell depends on, at sim time `stamp`."""
+
+    stamp: float
+    camera: CameraConfig
+    joints: tuple[tuple[float, ...], ...]  # per arm (the scene's order), every joint of its body in index order
+    bins: tuple[tuple[tuple, tuple], ...]  # per bin (the scene's order): position, xyzw
+    objects: tuple[tuple[str, int, str, float, tuple, tuple], ...]  # name, marker id, urdf, scale, position, xyzw
+    segmentation: bool
+    points: bool = False  # the organised XYZRGB cloud too, built here rather than on the physics thread
+
+
+@dataclass(frozen=True)
+class RenderedFrame:
+    stamp: float
+    rgb: np.ndarray
+    depth: np.ndarray
+    labels: np.ndarray | None  # segmentation as cell/labels.py ids (the worker's body ids mean nothing here)
+    k: np.ndarray  # the intrinsics of the camera as it was for this frame
+    cloud: np.ndarray | None = None  # H x W x 4 float32, camera.pack_cloud's layout; None unless asked
+
+
+@dataclass(frozen=True)
+class OutOfBand:
+    """Announces a frame whose arrays follow on the socket as raw bytes: the pickle of the frame (protocol 5,
+    its arrays left out) and each array's size in bytes, in order."""
+
+    pickled: bytes
+    sizes: tuple[int, ...]
+
+
+def send_frame(connection: Connection, sock: socket.socket, frame) -> None:
+    """`frame` with its C-contiguous arrays out of band: the announcement through `connection`, then each
+    array's memory written to the socket as it is (no copy in this process)."""
+    buffers: list[pickle.PickleBuffer] = []
+    pickled = pickle.dumps(frame, protocol=5, buffer_callback=buffers.append)
+    views = [buffer.raw() for buffer in buffers]
+    connection.send(OutOfBand(pickled, tuple(view.nbytes for view in views)))
+    for view in views:
+        sock.sendall(view)
+
+
+def receive_frame(sock: socket.socket, announced: OutOfBand):
+    """The frame `announced`: each array read from the socket straight into its own memory (one copy, from
+    the kernel), then the pickle loaded around them. EOFError if the sender stopped halfway."""
+    buffers = []
+    for size in announced.sizes:
+        buffer = np.empty(size, dtype=np.uint8)  # not zeroed: every byte is read into it
+        view, got = memoryview(buffer), 0
+        while got < size:
+            n = sock.recv_into(view[got:])
+            if n == 0:
+                raise EOFError("the render worker stopped while sending a frame")
+            got += n
+        buffers.append(buffer)
+    return pickle.loads(announced.pickled, buffers=buffers)
+
+
+class WorkerGone(RuntimeError):
+    """The worker process has ended (killed, crashed, or it could not start): a new one is needed."""
+
+
+class FrameFailed(RuntimeError):
+    """The worker could not draw the frame asked for, and is still serving."""
+
+
+@dataclass(frozen=True)
+class VisibilityRequest:
+    """visible / occluding of `objects` (names) in the captured `state`, seen from `view`; `arm_names`:
+    what the answers call each arm (the scene's order)."""
+
+    state: SceneState
+    view: View
+    objects: tuple[str, ...]
+    arm_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VisibilityAnswer:
+    stamp: float
+    objects: dict[str, dict]  # visibility.object_visibility's answer
+    renderer: str  # what drew the masks (rendering.Renderer.describe), as the worker's world has it
+
+
+def capture(sim, camera, segmentation: bool, points: bool = False) -> SceneState:
+    """The state of the live world a frame of `camera` depends on (physics thread)."""
+    c = sim.world.client
+    joints = tuple(tuple(s[0] for s in c.getJointStates(arm.body, range(c.getNumJoints(arm.body)))) for arm in sim.arms)
+    bins = tuple(tuple(map(tuple, c.getBasePositionAndOrientation(b.body))) for b in sim.scene.bins)
+    objects = []
+    for obj in sim.scene.objects:
+        position, orientation = c.getBasePositionAndOrientation(obj.body)
+        objects.append((obj.name, obj.index, str(obj.urdf), float(obj.scale), tuple(position), tuple(orientation)))
+    return SceneState(sim.world.time, camera.config, joints, bins, tuple(objects), segmentation, points)
+
+
+class RenderWorker:
+    """One worker process rendering the cell described by `config` with `renderer`: one camera's frames
+    (`SceneState` requests) or the reasoner's masks (`VisibilityRequest`)."""
+
+    def __init__(self, config: Config, renderer: str):
+        data = config_to_dict(dataclasses.replace(
+            config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
+        ours, theirs = socket.socketpair()
+        self.connection = Connection(ours.detach())
+        self.sock = socket.socket(fileno=os.dup(self.connection.fileno()))  # the same socket, for raw arrays
+        try:
+            self.process = WorkerProcess(theirs.fileno())
+        finally:
+            theirs.close()
+        self.connection.send(data)  # the first message: the scene the worker builds
+        self.busy = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def request(self, state: SceneState | VisibilityRequest) -> None:
+        self.busy = True
+        try:
+            self.connection.send(state)
+        except OSError:  # the worker is gone (e.g. it could not start): poll says why, or that it stopped
+            pass
+
+    def poll(self) -> RenderedFrame | VisibilityAnswer | None:
+        """The finished frame, if the worker has one; WorkerGone if the worker has ended, FrameFailed (both
+        RuntimeErrors) if it could not draw this one."""
+        if not self.busy or not self.connection.poll():
+            return None
+        try:
+            reply = self.connection.recv()
+            if isinstance(reply, OutOfBand):
+                reply = receive_frame(self.sock, reply)
+        except (EOFError, OSError):
+            self.busy = False
+            raise WorkerGone(f"the render worker stopped (pid {self.pid}, {_ending(self.process)})") from None
+        self.busy = False
+        if isinstance(reply, BaseException):
+            raise FrameFailed(f"the render worker failed: {reply}")
+        return reply
+
+    def wait(self, timeout: float) -> RenderedFrame | VisibilityAnswer | None:
+        """Block until the frame asked for is done (or `timeout` seconds pass)."""
+        if self.busy and self.connection.poll(timeout):
+            return self.poll()
+        return None
+
+    def close(self) -> None:
+        """Stop the worker. One that is drawing a frame would hear the stop only once the frame is done
+        (seconds for a large TinyRenderer frame on a busy machine), and shutdown must not wait for a
+        picture nobody will see: it is killed at once; an idle one stops when told."""
+        if not self.busy:
+            try:
+                self.connection.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self.process.join(1.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(1.0)
+        self.connection.close()
+        self.sock.close()
+
+
+def _ending(process) -> str:
+    process.join(0.5)
+    code = process.exitcode
+    if code is None:
+        return "still running, its pipe closed"
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+
+
+def _serve(connection, data: dict, parent: int) -> None:
+    """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
+    from .sim import BinPickingSim
+    from .vision.labels import ROBOT, relabel
+
+    try:
+        sim = BinPickingSim(config_from_dict(data))
+    except Exception as exc:  # e.g. the renderer cannot start here: the first request hears why
+        connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        return
+    c, camera, bodies = sim.world.client, sim.camera, {}  # object name -> (body, urdf, scale)
+    sock = socket.socket(fileno=os.dup(connection.fileno()))  # the same socket, for a frame's raw arrays
+    try:
+        while True:
+            try:
+                state = connection.recv()
+            except EOFError:
+                return
+            if state is None or os.getppid() != parent:
+                return
+            try:
+                if isinstance(state, VisibilityRequest):
+                    connection.send(_visibility(sim, bodies, state))
+                    continue
+                _mirror(c, sim, bodies, state)
+                if state.camera != camera.config:
+                    camera.reconfigure(**{f.name: getattr(state.camera, f.name)
+                                          for f in dataclasses.fields(CameraConfig)})
+                frame = camera.render(segmentation=state.segmentation)
+                labels = None
+                if state.segmentation:
+                    labels = relabel(frame.segmentation, {**{arm.body: ROBOT for arm in sim.arms}, **{
+                        bodies[name][0]: index for name, index, *_ in state.objects}})
+                k = camera.intrinsics()
+                cloud = organised_cloud(frame.depth, k, frame.rgb) if state.points else None
+                send_frame(connection, sock, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud))
+            except Exception as exc:  # tell the camera node, keep serving
+                connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+    finally:
+        sock.close()
+        sim.close()
+
+
+def _visibility(sim, bodies: dict, request: VisibilityRequest) -> VisibilityAnswer:
+    """The request's state mirrored, then its masks drawn and compared (visibility.py)."""
+    _mirror(sim.world.client, sim, bodies, request.state)
+    names = {body: name for name, body in sim.scene.environment_bodies.items()}
+    names.update({arm.body: name for arm, name in zip(sim.arms, request.arm_names)})
+    names.update({body: name for name, (body, *_) in bodies.items()})
+    objects = {name: bodies[name][0] for name in request.objects}
+    answers = object_visibility(sim.world.client, sim.world.renderer.flag, request.view, objects, names)
+    return VisibilityAnswer(request.state.stamp, answers, sim.world.renderer.describe())
+
+
+def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
+    """Objects added, moved and removed by name, the arms' joints and the bins' poses, as in `state`."""
+    wanted = {name: (urdf, scale, position, orientation)
+              for name, _, urdf, scale, position, orientation in state.objects}
+    for name in [n for n, (_, urdf, scale) in bodies.items() if n not in wanted or wanted[n][:2] != (urdf, scale)]:
+        c.removeBody(bodies.pop(name)[0])
+    for name, (urdf, scale, position, orientation) in wanted.items():
+        if name not in bodies:
+            bodies[name] = (c.loadURDF(spelled(urdf, ("scale", scale)), globalScaling=scale), urdf, scale)
+        # after loading, not at it: loadURDF places the link frame, while the captured pose is the centre of
+        # mass's (PyBullet's base), which a body with an inertial offset (pybullet_data's duck) has apart
+        c.resetBasePositionAndOrientation(bodies[name][0], position, orientation)
+    for arm, joints in zip(sim.arms, state.joints):
+        for joint, position in enumerate(joints):
+            c.resetJointState(arm.body, joint, position)
+    for bin_, pose in zip(sim.scene.bins, state.bins):
+        c.resetBasePositionAndOrientation(bin_.body, *pose)
+
+
+class WorkerProcess:
+    """The worker's Python, with the few calls of multiprocessing.Process that its owners use."""
+
+    def __init__(self, fd: int):
+        self.popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), str(os.getpid())], pass_fds=(fd,))
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def main(argv: list[str]) -> None:
+    """The worker process: its end of the socket pair and its parent's pid from the command line, the
+    scene as the first message."""
+    connection = Connection(int(argv[0]))
+    try:
+        data = connection.recv()
+    except EOFError:
+        return
+    _serve(connection, data, int(argv[1]))
+
+
+if __name__ == "__main__":
+    # Through the package's own module, not this __main__ copy: the messages' classes must be the ones the
+    # parent pickles (binpick_sim.cell.render_worker.SceneState, ...), or isinstance would not know them.
+    from binpick_sim.cell.render_worker import main as _main
+
+    _main(sys.argv[1:])

@@ -1,0 +1,53 @@
+"""Plain helpers the tests of several folders share (fixtures live in conftest.py files).
+
+A module of its own rather than conftest.py: once a sub-folder has its own conftest.py, `import conftest`
+names whichever conftest pytest loaded last, so tests never import from a conftest.
+"""
+import numpy as np
+import pytest
+
+STATE_TOPICS = ["joint_states", "arm/ee_pose", "world/objects"]
+
+
+def parameters(**values):
+    from rclpy.parameter import Parameter
+
+    return [Parameter(name, value=value) for name, value in values.items()]
+
+
+def statuses(client):
+    """A function returning the newest /diagnostics values of a node, by fully qualified name."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    arrays = []
+    client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
+
+    def status(node_name):
+        found = [s for a in arrays for s in a.status if s.name == node_name]
+        return {kv.key: kv.value for kv in found[-1].values} if found else {}
+    return status
+
+
+def egl_or_skip() -> str:
+    """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
+    from binpick_sim.cell import rendering
+
+    try:
+        return rendering.probe_egl()
+    except rendering.RendererError as exc:
+        pytest.skip(f"EGL is not available here: {exc}")
+
+
+def with_renderer(config, renderer, **camera):
+    """`config` rendered by `renderer`, its main camera changed by `camera`."""
+    import dataclasses
+
+    return dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer),
+                               camera=dataclasses.replace(config.camera, **camera))
+
+
+def move_grasp_target_to(sim, point):
+    """Joint-space move (no workspace clipping) of the grasp target to `point`, pointing down."""
+    arm = sim.arm
+    arm.move_to(arm.ik(np.asarray(point, float), arm.ee_yaw()))
+    assert np.linalg.norm(arm.ee_pose()[0] - point) < 0.005

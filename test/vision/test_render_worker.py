@@ -1,0 +1,240 @@
+"""Rendering in a worker process: the picture of the captured state, and physics that goes on meanwhile."""
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pybullet_data
+import pytest
+
+from binpick_sim.cell.vision.labels import label_image
+from binpick_sim.cell.render_worker import RenderWorker, capture
+from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.nodes.clients.client import TOPICS, SimClient
+from binpick_sim.nodes.common.convert import to_seconds
+
+from helpers import with_renderer
+
+
+def test_worker_renders_the_state_it_was_sent(config, renderer):
+    """Arm moved, an object removed, the camera refocused: the worker's frame is the live world's own
+    render of that state, pixel for pixel, segmentation ids included, with each renderer. A duck (its
+    centre of mass 2 cm from its link frame) is where it is from the first frame on."""
+    config = with_renderer(config, renderer, width=320, height=240)
+    sim = BinPickingSim(config)
+    worker = RenderWorker(config, renderer)
+    try:
+        sim.reset(seed=3)
+        c = sim.world.client
+        duck = Path(pybullet_data.getDataPath()) / "duck_vhacd.urdf"
+        pose = (sim.scene.pick_bin.to_world([0.03, 0.03, 0.08]), np.array([0.0, 0.0, 0.0, 1.0]))
+        sim.scene.add_object(c.loadURDF(str(duck), pose[0].tolist(), pose[1].tolist()), duck, "duck", pose)
+        assert np.linalg.norm(c.getDynamicsInfo(sim.scene.objects[-1].body, -1)[3]) > 0.01
+        for step in range(2):
+            if step == 1:
+                sim.arm.move_to(sim.arm.home + [0.3, 0.2, 0, 0, 0, 0, 0, 0, 0])
+                sim.scene.remove_object(sim.scene.objects[0].name)
+                sim.camera.set_view(fov_deg=45.0)
+            worker.request(capture(sim, sim.camera, segmentation=True))
+            done = worker.wait(timeout=120)
+            truth = sim.camera.render(segmentation=True)
+            assert done is not None and done.stamp == truth.stamp
+            assert np.array_equal(done.rgb, truth.rgb) and np.array_equal(done.depth, truth.depth)
+            assert np.array_equal(done.labels, label_image(sim, truth.segmentation))
+            assert np.array_equal(done.k, sim.camera.intrinsics())
+    finally:
+        worker.close()
+        sim.close()
+    assert not worker.process.is_alive()
+
+
+def test_a_frame_travels_with_its_arrays_beside_the_pickle():
+    """send_frame / receive_frame over a socket pair, as worker and node use it: the arrays arrive equal
+    (dtypes, shapes, a strided one in band), not in the pickle, and the next plain message still reads."""
+    import os
+    import socket
+    from multiprocessing.connection import Connection
+
+    from binpick_sim.cell.render_worker import OutOfBand, RenderedFrame, receive_frame, send_frame
+
+    rng = np.random.default_rng(0)
+    frame = RenderedFrame(1.5, rng.integers(0, 256, (48, 64, 3), dtype=np.uint8),
+                          rng.random((48, 64), dtype=np.float32), rng.integers(-3, 9, (48, 64), dtype=np.int32),
+                          np.eye(3), rng.random((48, 64, 4), dtype=np.float32)[:, ::2])
+    a, b = socket.socketpair()
+    sender, receiver = Connection(a.detach()), Connection(b.detach())
+    raw_out, raw_in = (socket.socket(fileno=os.dup(c.fileno())) for c in (sender, receiver))
+    try:
+        send_frame(sender, raw_out, frame)
+        sender.send("next")
+        announced = receiver.recv()
+        assert isinstance(announced, OutOfBand)
+        assert 48 * 32 * 16 < len(announced.pickled) < 48 * 32 * 16 + 2000  # only the strided cloud in band
+        assert announced.sizes == (48 * 64 * 3, 48 * 64 * 4, 48 * 64 * 4, 9 * 8)
+        got = receive_frame(raw_in, announced)
+        for name in ("rgb", "depth", "labels", "k", "cloud"):
+            sent, arrived = getattr(frame, name), getattr(got, name)
+            assert arrived.dtype == sent.dtype and np.array_equal(arrived, sent), name
+        assert got.stamp == 1.5 and receiver.recv() == "next"
+    finally:
+        for end in (sender, receiver, raw_out, raw_in):
+            end.close()
+
+
+def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
+    """A frame big enough to take TinyRenderer seconds: while the worker draws it, the world keeps stepping,
+    so the frame goes out stamped with the (older) sim time of the state it shows. Rendered on the physics
+    thread, a frame's age when it goes out is exactly 0: nothing steps meanwhile."""
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.config import load_config, save_config
+    from binpick_sim.nodes.process.stack import SimStack
+    from binpick_sim.paths import default_config
+
+    config = load_config(default_config())
+    path = save_config(dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=2048,
+                                                                              height=1536)), tmp_path / "big.yaml")
+    world = [Parameter("realtime_factor", value=0.0), Parameter("config", value=str(path))]
+    with SimStack(ros_context, {"world": world}) as stack:
+        camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        assert camera.use_worker and camera.worker is None  # nobody watches yet: no process started
+        watcher = SimClient("big_watcher", context=ros_context,
+                            topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
+        try:
+            watcher.wait_for_topics(["camera/depth/image_raw"], timeout=240)
+            now = stack.sim.world.time  # read as the frame arrives (the physics runs on meanwhile)
+            assert camera.worker is not None and camera.worker.process.is_alive()
+            frame = watcher.latest["camera/depth/image_raw"]
+            assert frame.width == 2048
+            # Drawing it took TinyRenderer a second or more, during which the world, as fast as it goes,
+            # took hundreds of steps at least; a frame drawn between two steps would be a few steps old.
+            assert now - to_seconds(frame.header.stamp) > 100 * stack.sim.world.timestep, stack.loop.rates()
+        finally:
+            watcher.close()
+
+
+@pytest.mark.serial
+def test_without_the_worker_a_frame_stops_physics_while_it_renders(ros_context):
+    """The reference: render_process false, each frame is rendered between two steps (age 0)."""
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.nodes.process.stack import SimStack
+
+    with SimStack(ros_context, {"world": [Parameter("realtime_factor", value=0.0)],
+                                "camera": [Parameter("render_process", value=False)]}) as stack:
+        camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        watcher = SimClient("plain_watcher", context=ros_context,
+                            topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
+        try:
+            watcher.wait_for_new("camera/depth/image_raw", count=2, timeout=120)
+            # the node counts a frame once all its topics are out: the depth image can arrive before that
+            watcher.spin_until(lambda: camera.frames >= 2, 30, "the node to count its second frame")
+            assert camera.frame_age == 0.0 and camera.worker is None
+        finally:
+            watcher.close()
+
+
+def test_worker_mirrors_every_arm_and_labels_each_as_robot():
+    """Two arms, the second moved and the pick bin displaced (as a shake moves it): the worker's frame is
+    the live render of that state, and both arms' pixels carry the robot code."""
+    from binpick_sim.cell.vision.labels import ROBOT
+    from binpick_sim.config import load_config
+    from binpick_sim.paths import share_dir
+
+    config = load_config(share_dir() / "config" / "scene_two_arms.yaml")
+    config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=160, height=120))
+    sim = BinPickingSim(config)
+    worker = RenderWorker(config, "tiny")
+    try:
+        sim.reset(seed=1)
+        left, right = sim.arms
+        right.move_to(right.home + [0.6, 0.3, 0, 0, 0, 0, 0, 0, 0])
+        c, bin_body = sim.world.client, sim.scene.pick_bin.body
+        position, orientation = c.getBasePositionAndOrientation(bin_body)
+        c.resetBasePositionAndOrientation(bin_body, np.add(position, [0.0, 0.02, 0.0]), orientation)
+        worker.request(capture(sim, sim.camera, segmentation=True))
+        done = worker.wait(timeout=120)
+        truth = sim.camera.render(segmentation=True)
+        assert done is not None
+        assert np.array_equal(done.rgb, truth.rgb) and np.array_equal(done.depth, truth.depth)
+        labels = label_image(sim, truth.segmentation)
+        assert np.array_equal(done.labels, labels)
+        for arm in (left, right):
+            assert np.any(truth.segmentation == arm.body), "both arms are in view"
+            assert np.all(labels[truth.segmentation == arm.body] == ROBOT)
+    finally:
+        worker.close()
+        sim.close()
+
+
+@pytest.mark.serial
+def test_real_time_holds_while_the_camera_is_watched_at_640x480(ros_context, tmp_path):
+    """`sim` as a user runs it (its own process, realtime_factor 1, the default 640x480 camera at 10 Hz)
+    with camera/image_raw watched: the world keeps real time while the worker renders, frames keep
+    coming (no gap of 2 s), and each is stamped with a sim time no later than the clock it arrives at."""
+    import time
+
+    from rosgraph_msgs.msg import Clock
+
+    from binpick_sim.nodes.process.spawn import SimProcess
+
+    process = SimProcess({"realtime_factor": 1.0}, log=tmp_path / "sim.log")
+    watcher = SimClient("realtime_watcher", context=ros_context,
+                        topics={"/clock": Clock, "camera/image_raw": TOPICS["camera/image_raw"]})
+
+    def seconds(stamp) -> float:
+        return stamp.sec + stamp.nanosec * 1e-9
+
+    try:
+        watcher.wait_for_topics(["/clock", "camera/image_raw"], timeout=120)
+        watcher.spin_for(2.0)  # the worker process is up and drawing
+        sim_start, start = seconds(watcher.latest["/clock"].clock), time.perf_counter()
+        counts, stale = [watcher.counts["camera/image_raw"]], []
+        while time.perf_counter() - start < 8.0:
+            process.check_alive()
+            watcher.spin_for(0.5)
+            counts.append(watcher.counts["camera/image_raw"])
+            image_time = seconds(watcher.latest["camera/image_raw"].header.stamp)
+            if image_time > seconds(watcher.latest["/clock"].clock) + 1e-9:
+                stale.append(image_time)
+        factor = (seconds(watcher.latest["/clock"].clock) - sim_start) / (time.perf_counter() - start)
+        assert factor > 0.9, f"real-time factor {factor:.2f} with the camera watched"
+        gaps = [later - earlier for earlier, later in zip(counts, counts[4:])]  # frames per 2 s window
+        assert min(gaps) > 0, f"no frame for 2 s (frames counted every 0.5 s: {counts})"
+        assert not stale, f"frames stamped after the clock they arrived at: {stale}"
+    finally:
+        watcher.close()
+        process.stop()
+
+
+# --- Reasoner.visibility from a plain script, without a __main__ guard (issue 28, item 9) ---------------
+PLAIN_SCRIPT = """
+from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.config import load_config
+from binpick_sim.paths import default_config
+from binpick_sim.reasoning import Reasoner
+
+print("script body runs", flush=True)
+sim = BinPickingSim(load_config(default_config()))
+sim.reset(seed=0)
+reasoner = Reasoner(sim)
+answer = reasoner.visibility(reasoner.default_view(), 64, 48)
+print("seen:", sorted(name for name, a in answer.items() if a["pixels"] > 0), flush=True)
+reasoner.close()
+sim.close()
+"""
+
+
+@pytest.mark.slow
+def test_visibility_works_from_a_plain_script_without_a_main_guard(tmp_path):
+    """The render worker is a fresh `python -m` process: it does not run the user's script again (with
+    multiprocessing's spawn it did, and the script's second run failed starting a worker of its own)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_SCRIPT)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("script body runs") == 1, result.stdout  # the worker did not run it again
+    assert "seen: [" in result.stdout and "object_" in result.stdout, result.stdout
