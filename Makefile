@@ -18,13 +18,14 @@ ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-p
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
 
-.PHONY: help venv demo demo-two-arms test test-colcon run bench planner-example lock clean
+.PHONY: help venv demo demo-two-arms test test-colcon docs run bench planner-example lock clean
 
 help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
 	@echo "make demo-two-arms - the same with two arms (config/scene_two_arms.yaml): one picks, the other moves"
 	@echo "make test   - set up .venv if needed and run the test suite"
 	@echo "make test-colcon - the ROS user's path: colcon build + colcon test of the tests that start the installed executables"
+	@echo "make docs   - the manual (doc/*.md) as HTML in build/docs/index.html; fails on any Sphinx warning"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
 	@echo "make planner-example - OMPL plans against what sim publishes and picks an object (installs requirements-planning.txt)"
@@ -101,6 +102,21 @@ test-colcon: $(COLCON_STAMPS)
 	    ran=$$?; colcon test-result --verbose > test-result.txt; verdict=$$?; cat test-result.txt; \
 	    test $$ran -eq 0 && test $$verdict -eq 0; } && \
 	  $(PYTHON) -c 'import re, sys; n, s = map(int, re.search(r"^Summary: (\d+) tests?,.*?(\d+) skipped", open("test-result.txt").read(), re.M).groups()); sys.exit(0 if n > s else "colcon test: no test ran (%d of %d skipped)" % (s, n))'
+
+# The manual: doc/*.md built by Sphinx + myst-parser (doc/conf.py, the layout rosdoc2 looks for) into
+# build/docs. Warnings are errors (-W, all reported: --keep-going), references are checked (-n), and the
+# environment is rebuilt every time (-E) so a warning of an unchanged page is not hidden by the cache.
+# Sphinx has a venv of its own (requirements-docs.txt says why); nothing is fetched while building.
+DOCS_VENV := build/docs-venv
+$(DOCS_VENV)/.installed: requirements-docs.txt
+	@test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/pip install --quiet --upgrade "pip>=24"
+	$(DOCS_VENV)/bin/pip install --quiet --requirement requirements-docs.txt
+	@touch $@
+
+docs: $(DOCS_VENV)/.installed
+	$(DOCS_VENV)/bin/sphinx-build -b html -E -W --keep-going -n -q doc build/docs
+	@echo "the manual: build/docs/index.html"
 
 run: $(STAMP)
 	$(ROS_ENV) $(PY) -m binpick_sim.nodes.process.entry

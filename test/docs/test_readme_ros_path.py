@@ -1,5 +1,6 @@
-"""The README's "The ROS user's path" works as written: every `ros2 ...` line of that section (launch,
-description, planner and testing subsections included) runs verbatim in a shell of a freshly
+"""The ROS user's path works as written: every `ros2 ...` line of the README's five commands and of the
+pages it moved to (doc/ros.md: launch and description; doc/planners.md; doc/testing.md's "Testing on a
+ROS install") runs verbatim, each once, in a shell of a freshly
 `colcon build`-ed workspace (`ros_env.shell_env()`, what `source install/setup.bash` gives), against
 the stack the README starts, and does what the README says. The only change to a line is the README's
 placeholder `/path/to/scene.yaml` (or `/path/scene.yaml`), replaced by the package's own scene file.
@@ -24,27 +25,30 @@ import numpy as np
 import pytest
 import yaml
 
+import manual
 import ros_env
 from binpick_sim.cell.arm import JOINT_NAMES
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
-README = ros_env.REPO / "README.md"
-SECTION = "## The ROS user's path"
+# Where the lines are: (section title, page), read through test/manual.py wherever the section sits.
+SECTIONS = (("The ROS user's path in five commands", "README.md"), ("The ROS user's path", "ros.md"),
+            ("Planners: trajectories, ros2_control and MoveIt", "planners.md"),
+            ("Testing on a ROS install", "testing.md"))
 PLACEHOLDERS = ("/path/to/scene.yaml", "/path/scene.yaml")
 NEEDS = ros_env.missing("ros2cli", "ros2launch", "launch_ros", "ros2param", "ros2service", "ros2topic")
 pytestmark = pytest.mark.skipif(NEEDS is not None, reason=str(NEEDS))
 
 
 def readme_lines() -> list[str]:
-    """Every shell line of the section's bash blocks that runs a ROS tool, continuation lines joined."""
-    text = README.read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", 1)]
+    """Every shell line of the sections' bash blocks that runs a ROS tool, continuation lines joined; a
+    line the README and a page both give is run once."""
     lines = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
-        for line in block.replace("\\\n", "").splitlines():
-            if re.match(r"\s*(ros2|launch_test) ", line) or "&& ros2 " in line or "&& launch_test " in line:
-                lines.append(line.strip())
+    for title, page in SECTIONS:
+        for block in manual.blocks(manual.section(title, page), "bash"):
+            for line in block.replace("\\\n", "").splitlines():
+                if re.match(r"\s*(ros2|launch_test) ", line) or "&& ros2 " in line or "&& launch_test " in line:
+                    if words(line) not in map(words, lines):
+                        lines.append(line.strip())
     return lines
 
 

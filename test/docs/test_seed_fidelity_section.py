@@ -1,15 +1,11 @@
-"""The README's seed fidelity records: the seed table gives every row a status and its summary counts
+"""The manual's seed fidelity records: the seed table gives every row a status and its summary counts
 them; the choices made where the reference is silent say why (here: the IK controller's limits)."""
-from pathlib import Path
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+import manual
 
 
 def readme_section(heading):
-    text = README.read_text()
-    start = text.index(heading)
-    end = text.find("\n#", start + len(heading))
-    return text[start:] if end < 0 else text[start:end]
+    """The section of the manual (README.md or a doc/ page) under that heading, its sub-sections included."""
+    return manual.section(heading.lstrip("# "))
 
 
 def test_the_seed_table_gives_every_row_a_status_and_its_summary_counts_them():

@@ -64,7 +64,7 @@ def test_render_returns_the_camera_frame_and_passes_gymnasiums_render_check(env_
 def test_render_depth_gives_rgb_and_depth_as_the_seeds_get_depth_data(backend):
     """`render(get_depth_data=True)`: the seed's (rgb, depth); `render()` with `render_depth=True`: one
     rgb frame with the depth image beside it (what RecordVideo records), passing Gymnasium's check. FrankaDelta's
-    image observations draw the camera at their 64 x 64 (README "Gym envs"): its frames are those."""
+    image observations draw the camera at their 64 x 64 (doc/gym.md): its frames are those."""
     env = make("binpick_sim/FrankaDelta-v0", backend, render_mode="rgb_array", render_depth=True)
     try:
         observation, _ = env.reset(seed=2)

@@ -69,7 +69,9 @@ def test_the_readme_lists_every_launch_argument():
     from binpick_sim.paths import share_dir
 
     declared = re.findall(r'^\s+\("(\w+)", ', (share_dir() / "launch" / "sim.launch.py").read_text(), re.M)
-    readme = (share_dir() / "README.md").read_text()
-    table = readme[readme.index("| argument | default | meaning |"):]
+    import manual
+
+    text = manual.section("Launch, RViz and the robot description")
+    table = text[text.index("| argument | default | meaning |"):]
     table = table[:table.index("\n\n")]
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == declared

@@ -1,7 +1,7 @@
 """launch_testing: `sim.launch.py` with its default arguments — the simulation and robot_state_publisher
 fed by the `description` executable through launch's `Command` — checked from outside by a ROS client.
 
-Runs under pytest's launch_testing plugin (`make test`, `colcon test`) and as the README says:
+Runs under pytest's launch_testing plugin (`make test`, `colcon test`) and as doc/testing.md says:
 `launch_test test/launch/test_launch_sim.py`. It needs launch_testing and launch_ros (a ROS 2 install; CI
 installs ../shared/ros-tools); test_launch_checks_without_launch.py runs the same checks everywhere
 without launch. Where robot_state_publisher is not installed, a stand-in from stand_ins/ takes its place (it checks

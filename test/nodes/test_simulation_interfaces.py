@@ -512,11 +512,10 @@ def test_quitting_ends_the_sim_process_cleanly(ros_context, si, tmp_path):
 
 @pytest.mark.serial
 def test_readme_command_lines_work_as_written(si, tmp_path):
-    """Each `ros2 service call` / `ros2 action send_goal` line of the README's section, in order, against
+    """Each `ros2 service call` / `ros2 action send_goal` line of the manual's section, in order, against
     a `sim` process: every one answers OK."""
     import shlex
     import subprocess
-    from pathlib import Path
 
     import ros_env
     from binpick_sim.nodes.process.spawn import SimProcess
@@ -524,8 +523,9 @@ def test_readme_command_lines_work_as_written(si, tmp_path):
     if ros_env.missing("ros2cli", "ros2service", "ros2action"):
         pytest.skip(ros_env.missing("ros2cli", "ros2service", "ros2action"))
     env = ros_env.shell_env()  # a terminal of a sourced workspace: `ros2` on PATH
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## The ROS 2 simulation standard"):]
+    import manual
+
+    section = manual.section("The ROS 2 simulation standard")
     block = section[section.index("```bash") + len("```bash"):]
     lines = [line for line in block[:block.index("```")].splitlines() if line.startswith("ros2 ")]
     assert len(lines) >= 10

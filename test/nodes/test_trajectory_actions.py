@@ -3,7 +3,7 @@
 it, and test_planner_topics.py tests the same follower through arm/joint_trajectory. No module-level
 skip: launch_testing's pytest plugin imports every test file, and one would skip the whole folder.
 
-One test per row of the controller contract (README, "The controller contract, row by row"): what
+One test per row of the controller contract (doc/planners.md, "The controller contract, row by row"): what
 ros2_control's joint_trajectory_controller and GripperActionController do, checked from a client."""
 import numpy as np
 import pytest

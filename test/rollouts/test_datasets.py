@@ -183,8 +183,9 @@ def test_rollouts_format_minari_writes_both_datasets(cluster, minari_home, tmp_p
 def _readme_example(marker: str) -> str:
     import re
 
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Datasets: record with `rollouts`"):]
+    import manual
+
+    section = manual.section("Datasets: record with `rollouts`")
     return re.search(r"```python\n(.*?)```", section[section.index(marker):], re.S).group(1)
 
 

@@ -71,7 +71,7 @@ def test_same_seed_same_dataset_whatever_the_workers(random_runs):
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # 200 resets: minutes on a busy 2-core machine
 def test_a_hundred_episodes_give_the_same_dataset_on_one_and_on_two_workers(cluster, tmp_path):
-    """The README's promise at scale: seeds 0..99, each episode's actions carrying the first object's
+    """The manual's promise at scale: seeds 0..99, each episode's actions carrying the first object's
     pose (rollout_policies.object_poses), so equal datasets mean equal scenes. On two workers each env
     runs a different history of episodes before each one than on one worker."""
     import pandas as pd
@@ -172,7 +172,7 @@ def test_image_observations_are_lossless_pngs(tmp_path):
 
 @pytest.mark.parametrize("observation", ["privileged", "state_dict"])
 def test_privileged_observations_are_recorded_as_the_env_gave_them(tmp_path, observation):
-    """`--observation privileged`: one float column `observation.vector` (the flat vector in the README's
+    """`--observation privileged`: one float column `observation.vector` (the flat vector in the manual's
     order); `state_dict`: one column per named array, flattened. Through Parquet and back, exact."""
     import gymnasium as gym
     import pyarrow.parquet as pq
@@ -209,7 +209,7 @@ def test_privileged_observations_are_recorded_as_the_env_gave_them(tmp_path, obs
 
 @pytest.fixture(scope="module")
 def scripted_run(cluster, tmp_path_factory):
-    """The README's demonstration command on 20 seeds: `rollouts --episodes 20 --workers 2 --seed 0`."""
+    """The manual's demonstration command on 20 seeds: `rollouts --episodes 20 --workers 2 --seed 0`."""
     from concurrent.futures import ThreadPoolExecutor
 
     from binpick_sim.rollouts import main, read_dataset
@@ -251,8 +251,9 @@ def test_scripted_picker_success_matches_the_in_process_run(scripted_run):
 def test_readme_behaviour_cloning_example_runs_on_a_demonstration_dataset(scripted_run, tmp_path, monkeypatch):
     import re
 
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Scale-out on Ray"):]
+    import manual
+
+    section = manual.section("Scale-out on Ray")
     code = re.search(r"Behaviour cloning from it.*?```python\n(.*?)```", section, re.S).group(1)
     out, episodes, _, _ = scripted_run
     (tmp_path / "demos").symlink_to(out)

@@ -184,7 +184,7 @@ def test_depth_is_within_a_millimetre_of_a_ray_test(cell_in_view):
 
 def test_egl_depth_stays_within_its_depth_buffers_resolution_at_a_small_near_plane(config, tmp_path):
     """A near plane of 1 cm (a wrist camera's): EGL's 16-bit depth buffer on Mesa then steps by
-    z^2 (1/near - 1/far) / 2^16, and depth stays within 0.75 of a step (README "Renderers"): 1 mm out to
+    z^2 (1/near - 1/far) / 2^16, and depth stays within 0.75 of a step (doc/cameras.md, "Renderers"): 1 mm out to
     0.94 m, 1.1 mm at the view's far edge. The bits are those the renderer reports."""
     egl_or_skip()
     sim = BinPickingSim(with_renderer(config, "egl", near=0.01))
