@@ -18,7 +18,7 @@ function (the profiler's cost inflates the stages above then; compare runs with 
 Both are measured, not sampled: a sampling profiler (py-spy) books a thread blocked in DDS or rclpy's
 C++ executor as running and put a 40 us publish at 0.8 ms here. The script imports only what every
 checkout since 2026-11-23 has, so `PYTHONPATH=/other/checkout python bench/profile_ros.py` profiles
-another version the same way (the README's before/after).
+another version the same way (doc/benchmarks.md's before/after).
 """
 from __future__ import annotations
 

@@ -203,7 +203,7 @@ class FrankaArm(MotorCommands, SeedActions):
     # --- the seed FrankaArm's class variables, from this arm's scene file and URDF ---------------------
     @property
     def max_gripper_force(self) -> float:
-        """N each finger's motor may push with (`arm.finger_force`; the seed's is 80, see the README's
+        """N each finger's motor may push with (`arm.finger_force`; the seed's is 80, see doc/choices.md,
         "Choices made where the reference is silent")."""
         return float(self.config.finger_force)
 

@@ -31,7 +31,7 @@ RENDERERS = ("auto", "tiny", "egl", "gui")
 EGL_MAX_SIZE = (1024, 768)  # the plugin's offscreen window (START_WIDTH x START_HEIGHT in PyBullet 3.2.7)
 GUI_MAX_SIZE = (1024, 768)  # the GUI window PyBullet opens (its default size; a smaller window upsamples more)
 # auto: EGL (where it loads) for frames of at least this many pixels, TinyRenderer below. Measured on
-# this 2-core machine, EGL on Mesa llvmpipe (bench/camera.py, README "Renderers"): Camera.render frames/s
+# this 2-core machine, EGL on Mesa llvmpipe (bench/camera.py, doc/cameras.md "Renderers"): Camera.render frames/s
 # tiny / egl 39 / 31 at 64x64, 37 / 33 at 160x120, 23 / 28 at 320x240, 8.9 / 15.9 at 640x480.
 AUTO_EGL_MIN_PIXELS = 320 * 240
 AUTO_RULE = (f"with the GUI open, gui when every frame is at most {GUI_MAX_SIZE[0]}x{GUI_MAX_SIZE[1]}; "

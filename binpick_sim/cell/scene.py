@@ -4,7 +4,7 @@ Follows the seed's BinScene/BaseBin/PickBin: every reset loads a random number o
 random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
 largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
 The `cube` object set puts pybullet_data's small cube there instead (a box collision shape, as
-panda-gym's object is): a mesh object costs the solver more per physics step (README "Like for like").
+panda-gym's object is): a mesh object costs the solver more per physics step (doc/benchmarks.md "Like for like").
 """
 from __future__ import annotations
 

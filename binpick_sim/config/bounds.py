@@ -15,7 +15,7 @@ MAX_OBJECTS = 200  # per bin: loading and settling 200 objects takes seconds, 10
 MAX_SEED = 2 ** 63 - 1  # the world node's seed parameter is an int64
 # Pixels of one camera frame (width x height): 2048 x 2048. Each frame goes from the render worker to the
 # camera node and out on up to six topics; 4096 x 4096 with the cloud and the segmentation made 3.2 GB at
-# the peak and stalled the physics thread for seconds (README "Bad input").
+# the peak and stalled the physics thread for seconds (doc/robustness.md "Bad input").
 MAX_CAMERA_PIXELS = 2048 * 2048
 # (class, field) -> inclusive bounds of each number in it
 BOUNDS: dict[tuple[str, str], tuple[float, float]] = {

@@ -196,7 +196,7 @@ def replaced(instance, prefix: str = "", **changes):
 
 
 def required_keys(cls=Config, prefix: str = "") -> list[str]:
-    """Dotted paths of every key a scene file must contain (used by tests and the README)."""
+    """Dotted paths of every key a scene file must contain (used by tests and doc/scene.md)."""
     keys = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):

@@ -21,7 +21,7 @@ class SimulationConfig:
     seed: int = 0
     gui: bool = False
     realtime_factor: float = 1.0
-    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # README: Renderers (cell/rendering.py)
+    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # doc/cameras.md: Renderers (cell/rendering.py)
 
     def __post_init__(self):
         _check(self.timestep > 0, "timestep", "must be > 0 seconds")
@@ -110,7 +110,7 @@ class CameraConfig:
     width: int = 640
     height: int = 480
     fov_deg: float = 60.0
-    near: float = 0.1  # m; see README "Renderers" for depth precision against near
+    near: float = 0.1  # m; see doc/cameras.md "Renderers" for depth precision against near
     far: float = 3.0
     # The view's width / height (PyBullet's `aspect`); 0: width / height, square pixels. Another value draws
     # that view on a width x height grid, e.g. a 4:3 camera's view as a 64 x 64 observation (fx != fy in K).
@@ -176,7 +176,7 @@ CONTROLLER_OPTIONS = {
 @dataclass(frozen=True)
 class ControllerConfig:
     type: Literal["none", "joint_position", "joint_velocity", "joint_torque", "osc", "ik"] = "none"
-    options: dict = field(default_factory=dict)  # the controller's keyword arguments (README: Controllers)
+    options: dict = field(default_factory=dict)  # the controller's keyword arguments (doc/controllers.md: Controllers)
 
     def __post_init__(self):
         for name, value in self.options.items():
@@ -224,7 +224,7 @@ class Config:
     scene: SceneConfig
     arm: ArmConfig
     camera: CameraConfig
-    cameras: dict[str, CameraConfig] = field(default_factory=dict)  # more cameras, by name (README: Cameras)
+    cameras: dict[str, CameraConfig] = field(default_factory=dict)  # more cameras, by name (doc/cameras.md: Cameras)
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
     controller: ControllerConfig = field(default_factory=ControllerConfig)

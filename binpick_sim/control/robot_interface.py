@@ -119,7 +119,7 @@ class RobotBackend:
         self.started = False
         self.start_time = 0.0
         # Interface time (timestamp_ms) runs on across a time reset (/clock back to 0): each reset starts a new
-        # epoch, counted here, whose steps are stamped on from where the last one stopped (README: the
+        # epoch, counted here, whose steps are stamped on from where the last one stopped (doc/time-indexed.md: the
         # time-indexed robot interface).
         self.time_epoch = 0
         self._epoch_start = 0.0  # world time at the epoch's first step

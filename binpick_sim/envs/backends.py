@@ -30,7 +30,7 @@ from ..picking.task import PickTask
 COMMANDS = ("position", "velocity", "delta")
 # The process that started ROS (rclpy) for a ROS backend, and, in a child forked from such a process, that
 # parent's id: DDS keeps threads and locks that a fork copies mid-use, so a ROS backend made in such a child
-# hangs (README "Gym envs": vector envs).
+# hangs (doc/gym.md: vector envs).
 _ros_started_in: int | None = None
 _forked_from_ros: int | None = None
 

@@ -1,4 +1,4 @@
-"""Camera presets for learning from pixels (README "Learning": image observations).
+"""Camera presets for learning from pixels (doc/gym.md "Learning": image observations).
 
 The scene file's camera looks at the whole cell from 0.85 m away: at 64×64 a 1–3 cm object there covers
 a pixel or two, too few to learn a grasp from. A preset replaces the camera's pose and lens (never its

@@ -30,7 +30,7 @@ from .privileged import PrivilegedLayout, shaping
 from .seed_scene import SeedSceneApi
 
 OBSERVATIONS = ("image", "state", "privileged", "state_dict", "rgbd", "segmentation")
-PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (README "Learning")
+PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (doc/gym.md "Learning")
 CAMERA_OBSERVATIONS = ("image", "rgbd", "segmentation")  # rendered every step
 REWARD_TYPES = ("sparse", "dense")
 BACKENDS = ("direct", "ros")
@@ -74,7 +74,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`: the ROS backend's (RosBackend). `reward_type`: "sparse", the task's
         reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
-        height (README "Learning"). `camera_preset`: "pick_bin", the camera aimed at the pick bin for
+        height (doc/gym.md "Learning"). `camera_preset`: "pick_bin", the camera aimed at the pick bin for
         learning from pixels (envs/cameras.py; `camera_size` still sets its image size), or None, the
         scene file's camera. Any other keyword is refused with
         a TypeError naming the valid ones (a misspelled option would otherwise be silently ignored)."""
@@ -110,7 +110,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         if camera_size is not None:
             width, height = camera_size
             config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=width, height=height))
-        if renderer is not None:  # the scene file's simulation.renderer otherwise (README: Renderers)
+        if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
             config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
         self.config = config
         self.observation_mode = observation

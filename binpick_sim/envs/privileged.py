@@ -1,4 +1,4 @@
-"""The privileged observation's fixed layout and the dense reward's shaping (README "Learning").
+"""The privileged observation's fixed layout and the dense reward's shaping (doc/gym.md "Learning").
 
 `picking.privileged_state` gives the objects in play as a list; a learner needs one fixed shape. Object
 object_k fills slot k (k < the pick bin's `max_objects`, the most an episode starts with; the slots are

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"gym id (default {DEFAULT_ENV})")
     parser.add_argument("--backend", default="direct", choices=("direct", "ros"), help="env backend (default direct)")
     parser.add_argument("--observation", default="state", choices=OBSERVATIONS,
-                        help="default state; privileged / state_dict add the objects and bins (README 'Learning')")
+                        help="default state; privileged / state_dict add the objects and bins (doc/gym.md 'Learning')")
     parser.add_argument("--images", default=None, choices=(*IMAGE_FORMATS, "mp4"),
                         help="how image observations are stored: parquet: png (default) or array (raw bytes); "
                         "lerobot: mp4 (default, rgb as H.264 video) or png")

@@ -13,7 +13,7 @@ import numpy as np
 from ..datasets.parquet import info_json, observation_columns
 
 DEFAULT_ENV = "binpick_sim/FrankaDelta-v0"
-OBSERVATIONS = ("state", "image", "privileged", "state_dict")  # --observation (README "Learning")
+OBSERVATIONS = ("state", "image", "privileged", "state_dict")  # --observation (doc/gym.md "Learning")
 
 
 @dataclass

@@ -7,7 +7,7 @@ where the physics thread, idle between requests anyway, serves them itself (no h
 callbacks that block for long (the control_msgs action servers, which follow a goal to its end, and
 the reasoning services) run on a separate thread pool, so they never hold the short ones up. A
 4-thread MultiThreadedExecutor for everything, as before, cost about 4x the CPU per lock-step step
-(rclpy 7.1.6 rebuilds its wait set for every no-op task wake-up); the README's "Executor and threads" section
+(rclpy 7.1.6 rebuilds its wait set for every no-op task wake-up); doc/how-it-is-built.md "Executor and threads" section
 has the comparison (the world's `executor` parameter selects another for measuring).
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ SPIN_PERIOD = 0.1  # s: longest an executor thread waits before it looks at the 
 # physics thread, running as fast as it can, holds the GIL but for moments (stepSimulation does not let
 # go of it, so a message still waits for the step in progress); with the default, every message the
 # executor thread takes waited up to 5 ms for it. Measured, command -> joint_states at realtime_factor
-# 0, p50: 5 ms 8.9 ms, 0.5 ms 1.3-1.4 ms, 0.1 ms 0.9-1.1 ms, 0.05 and 0.02 ms no better than 0.1 (README,
+# 0, p50: 5 ms 8.9 ms, 0.5 ms 1.3-1.4 ms, 0.1 ms 0.9-1.1 ms, 0.05 and 0.02 ms no better than 0.1 (doc/how-it-is-built.md,
 # "Executor and threads"); shorter only hands the GIL back and forth more when two threads are busy.
 SWITCH_INTERVAL = 0.0001
 EXECUTORS = ("events", "single", "multi")
@@ -227,7 +227,7 @@ def check_start_parameters(arm_options: dict) -> Node:
     Returns the probe, alive: the caller destroys it once the world node exists. Destroying the
     context's last node tears its whole DDS participant down (rmw_fastrtps counts a participant's
     nodes), in C and holding the GIL; a probe destroyed at once made a participant only to tear it down
-    milliseconds later, at every start (README, "Robustness suite": the start-up hang of 2026-11-25)."""
+    milliseconds later, at every start (doc/robustness.md, "Robustness suite": the start-up hang of 2026-11-25)."""
     probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
     try:
         kind = probe.declare_parameter("controller", "none").value

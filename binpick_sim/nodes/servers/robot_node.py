@@ -56,7 +56,7 @@ class RobotNode(Node):
         self.errors = self.create_publisher(String, "robot/error",
                                             QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         # Taken serialized (raw): a message is measured before it becomes Python objects, so a flood of
-        # oversized ones is refused without copying each into a list (README "Bad input").
+        # oversized ones is refused without copying each into a list (doc/robustness.md "Bad input").
         self.create_subscription(Float64MultiArray, "robot/desired_actions", self.on_raw_action, ACTION_QUEUE,
                                  raw=True)
         self.diagnostics = NodeDiagnostics(self, lambda: sim.world.time,

@@ -187,4 +187,4 @@ class SimulationNode(SimulationSteps, EntityServices, Node):
             f.STEP_SIMULATION_MULTIPLE, f.STEP_SIMULATION_ACTION]
         response.features.spawn_formats = ["urdf"]
         response.features.custom_info = ("binpick_sim (PyBullet): entities panda, ground, pick_bin, drop_bin and "
-                                         "the objects; see the README's simulation_interfaces section")
+                                         "the objects; see doc/simulation-interfaces.md")

@@ -2,7 +2,7 @@
 controllers), served by the arm node where control_msgs is importable (any ROS 2 install with
 ros2_control). They drive the same trajectory follower as `arm/joint_trajectory`, with the contract of
 ros2_control's joint_trajectory_controller (JTC) and GripperActionController, parameter names included
-(the README's "The controller contract, row by row" compares them):
+(doc/planners.md "The controller contract, row by row" compares them):
 
 - a goal must name the controller's seven arm joints (fewer only with `allow_partial_joints_goal`), end
   at rest (unless `allow_nonzero_velocity_at_trajectory_end`), and not end in the past when its

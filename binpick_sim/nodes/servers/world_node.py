@@ -57,7 +57,7 @@ class WorldNode(Node):
                                   f"{MIN_REALTIME_FACTOR:g}.", low=0.0, high=MAX_REALTIME_FACTOR,
                                   check=realtime_factor_problem, on_change=self.set_realtime_factor)
         gui = declare(self, "gui", sim_config.gui, "Open PyBullet's GUI window (needs a display).", read_only=True)
-        renderer = declare(self, "renderer", sim_config.renderer, "Camera renderer: auto, tiny, egl or gui (README: "
+        renderer = declare(self, "renderer", sim_config.renderer, "Camera renderer: auto, tiny, egl or gui (doc/cameras.md: "
                            "Renderers); the scene file's simulation.renderer unless set.", read_only=True,
                            check=renderer_problem)
         sim_config = dataclasses.replace(sim_config, renderer=renderer)
@@ -79,7 +79,7 @@ class WorldNode(Node):
                                         "that started it (launch, a gym env, a shell) is gone.", read_only=True)
         self.executor_kind = declare(self, "executor", "events", "Executor of the process's short callbacks: events "
                                      "(rclpy's EventsExecutor), single (SingleThreadedExecutor) or multi (4 "
-                                     "threads); for measuring, see the README's Executor section.", read_only=True)
+                                     "threads); for measuring, see doc/how-it-is-built.md's Executor section.", read_only=True)
         self.keep_object_type = declare(self, "keep_object_type", False,
                                         "Refill the pick bin with the same object type at the next world/reset.",
                                         on_change=self.set_keep_object_type)
