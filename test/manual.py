@@ -10,15 +10,7 @@ import re
 from pathlib import Path
 
 
-def _repo() -> Path:
-    """The checkout: the first folder above this file that holds package.xml (wherever test/ files sit)."""
-    for folder in Path(__file__).resolve().parents:
-        if (folder / "package.xml").is_file():
-            return folder
-    raise FileNotFoundError("no package.xml above " + __file__)
-
-
-REPO = _repo()
+from ros_env import REPO  # the checkout, found from test/ (on sys.path wherever a test file sits)
 README = REPO / "README.md"
 DOC = REPO / "doc"
 

@@ -17,18 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ros_env import REPO
+
 PACKAGE = "binpick_sim"
-
-
-def _root() -> Path:
-    """The repository root: the folder above this test that holds `.importlinter` (wherever test/ sorts it)."""
-    for folder in Path(__file__).resolve().parents:
-        if (folder / ".importlinter").is_file():
-            return folder
-    raise FileNotFoundError(".importlinter not found above " + __file__)
-
-
-ROOT = _root()
+ROOT = REPO  # the repository root, where `.importlinter` sits
 
 
 def lint_imports(folder: Path) -> subprocess.CompletedProcess:
