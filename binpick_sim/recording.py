@@ -134,9 +134,11 @@ class Recorder:
 def main(argv: list[str] | None = None) -> int:
     """`record` (or `python -m binpick_sim.recording`) `--out BAG [--topics T ...] [--duration S]`: until Ctrl-C or S seconds."""
     import argparse
+    import signal
     import sys
 
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
 
     parser = argparse.ArgumentParser(prog="record", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="bag folder to create (must not exist)")
@@ -145,13 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", default="", help="the sim's namespace (default none)")
     parser.add_argument("--duration", type=float, default=None, help="seconds (wall) to record; default until Ctrl-C")
     args = parser.parse_args(argv)
-    rclpy.init()
+    # Ctrl-C and SIGTERM only set a flag: a KeyboardInterrupt raised wherever the main thread happens to be
+    # (inside Recorder.__enter__, after its executor thread started but before `with` owns it) left that
+    # thread spinning in a shut-down context and the process hung on its way out, holding a bag without
+    # metadata.yaml. Now the bag is always closed the one way, after the block.
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: stop.set())
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     try:
         with Recorder(args.out, args.topics, namespace=args.namespace) as recorder:
-            try:
-                time.sleep(args.duration) if args.duration else threading.Event().wait()
-            except KeyboardInterrupt:
-                pass
+            stop.wait(args.duration)  # None: until a signal
         print(f"{args.out}: " + ", ".join(f"{t} {n}" for t, n in recorder.counts.items()))
         return 0
     except (FileExistsError, ValueError, TimeoutError) as exc:

@@ -90,8 +90,11 @@ def test_a_topic_that_never_appears_is_named_and_nothing_is_written(ros_context,
     assert not (tmp_path / "bag").exists()
 
 
-def test_record_executable_stops_on_ctrl_c_and_leaves_a_whole_bag(stack, tmp_path):
-    """The user's path: `record` in a process of its own, on the sim's domain, until SIGINT."""
+@pytest.mark.parametrize("signal_name, pause", [("SIGINT", 2.0), ("SIGINT", 0.0), ("SIGTERM", 0.0)])
+def test_record_executable_stops_on_ctrl_c_and_leaves_a_whole_bag(stack, tmp_path, signal_name, pause):
+    """The user's path: `record` in a process of its own, on the sim's domain, until SIGINT (or SIGTERM). With no
+    pause the signal lands while it still subscribes (the bag file exists from the writer's open on): it used to
+    raise there, leave the executor thread spinning in a shut-down context and hang on its way out."""
     import os
     import shutil
     import signal
@@ -109,8 +112,8 @@ def test_record_executable_stops_on_ctrl_c_and_leaves_a_whole_bag(stack, tmp_pat
         deadline = time.monotonic() + 60
         while not list(bag.glob("*.mcap")) and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.2)
-        time.sleep(2.0)
-        process.send_signal(signal.SIGINT)
+        time.sleep(pause)
+        process.send_signal(getattr(signal, signal_name))
         out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
@@ -118,8 +121,9 @@ def test_record_executable_stops_on_ctrl_c_and_leaves_a_whole_bag(stack, tmp_pat
             process.wait()
     assert process.returncode == 0, err
     assert "/clock" in out and (bag / "metadata.yaml").is_file()
-    with Reader(bag) as reader:
-        assert {c.topic: c.msgcount > 0 for c in reader.connections} == {"/clock": True, "/joint_states": True}
+    with Reader(bag) as reader:  # a whole bag; with messages when it had the time to hear some
+        assert {c.topic: c.msgcount > 0 or not pause for c in reader.connections} == {"/clock": True,
+                                                                                       "/joint_states": True}
 
 
 @pytest.mark.slow  # ~8 s on the shared 2 cores: a stack of its own (its camera 40 x 30), as the other tests here
