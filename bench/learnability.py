@@ -34,6 +34,7 @@ HELD_OUT = int(os.environ.get("BENCH_LEARN_HELD_OUT", 100))  # evaluation episod
 HELD_OUT_SEED = 1000
 DV = 0.016  # m a full delta action moves the gripper (FrankaDelta's default dv)
 DA = 0.25  # rad a full delta action turns it (FrankaDelta's default da)
+CLEAN = int(os.environ.get("BENCH_LEARN_CLEAN", 50))  # labelled episodes of the picker without noise
 NOISY = int(os.environ.get("BENCH_LEARN_NOISY", 100))  # DART episodes: the picker with noisy motion
 NOISE = float(os.environ.get("BENCH_LEARN_NOISE", 0.3))  # their motion noise's standard deviation, action units
 ROUNDS = int(os.environ.get("BENCH_LEARN_ROUNDS", 2))  # DAgger rounds after the first fit
@@ -259,24 +260,21 @@ def from_rollouts(steps, episodes, parts: Parts) -> list[Episode]:
     return out
 
 
-def follow(picker, slot: int, yaw: float) -> None:
-    """Make the scripted picker go for the object in `slot` at gripper yaw `yaw` (the learner's choices)
-    from where the gripper is now: its grasp of that object (choose_grasp with the others excluded),
-    turned to `yaw`. Its later actions are then the labels for the states the learner visits."""
-    import dataclasses
+def follow(picker, slot: int, yaw: float, position: np.ndarray) -> None:
+    """Make the scripted picker go for the object in `slot` at gripper yaw `yaw`, grasping at `position`
+    (the object's position as the privileged vector has it), from where the gripper is now. The picker's own grasp point
+    (its mesh's centre, moved up to 12 mm for the fingers' room) is not in the privileged state, so a
+    policy that sees only that state cannot learn to aim at it; this grasp point it can. Its waypoints
+    and closed-loop actions are the picker's (approach, descend, close, lift)."""
+    from binpick_sim.picking.policy import Grasp
 
-    from binpick_sim.picking.policy import choose_grasp
-
-    objects = picker.env.object_views()
-    name = f"object_{slot}"
-    grasp = choose_grasp(objects, exclude={o.name for o in objects if o.name != name}, interior=picker.interior)
-    picker.grasp = dataclasses.replace(grasp, yaw=float(yaw))
-    picker.tried.add(name)
+    picker.grasp = Grasp(f"object_{slot}", np.asarray(position, float), float(yaw))
+    picker.tried.add(picker.grasp.name)
     picker.attempts += 1
     picker.phase, picker.phase_steps = 0, 0
 
 
-def labelled_episode(env, seed: int, noise: float = 0.0, policy=None, beta: float = 0.0) -> Episode:
+def labelled_episode(env, parts: Parts, seed: int, noise: float = 0.0, policy=None, beta: float = 0.0) -> Episode:
     """One episode labelled by the scripted picker, which is closed-loop (each action points from where
     the gripper is to its current waypoint), so it labels any state on its way.
 
@@ -285,14 +283,20 @@ def labelled_episode(env, seed: int, noise: float = 0.0, policy=None, beta: floa
     - `policy` given: the learner chooses object and yaw, the picker is made to follow them (`follow`), and
       each step executes the learner's action (the picker's with probability `beta`) (DAgger)."""
     from binpick_sim.envs.scripted import ScriptedPicker
+    from binpick_sim.picking.policy import choose_grasp
 
     rng = np.random.default_rng(seed)
     observation, _ = env.reset(seed=seed)
+    vector = np.asarray(observation, np.float64)
     picker = ScriptedPicker(env)
     if policy is not None:
         policy.reset()
-        policy.decide(np.asarray(observation, np.float64))
-        follow(picker, policy.slot, policy.yaw)
+        policy.decide(vector)
+        slot, yaw = policy.slot, policy.yaw
+    else:  # the picker's own choice of object and yaw
+        own = choose_grasp(env.unwrapped.object_views(), interior=picker.interior)
+        slot, yaw = int(own.name.rsplit("_", 1)[1]), own.yaw
+    follow(picker, slot, yaw, parts.objects(vector)[slot, parts.object["position"]])
     vectors, labels, keep, first, info = [], [], [], None, {}
     while True:
         label = picker.act(observation)
@@ -324,11 +328,11 @@ def _make_env():
     return gym.make(ENV, observation="privileged", max_episode_steps=POLICY_STEPS)
 
 
-def collect(seeds, noise: float = 0.0, policy=None, beta: float = 0.0) -> list[Episode]:
+def collect(seeds, parts: Parts, noise: float = 0.0, policy=None, beta: float = 0.0) -> list[Episode]:
     """`labelled_episode` for each seed, in this process (the Ray tasks' body)."""
     env = _make_env()
     try:
-        return [labelled_episode(env, seed, noise, policy, beta) for seed in seeds]
+        return [labelled_episode(env, parts, seed, noise, policy, beta) for seed in seeds]
     finally:
         env.close()
 
@@ -361,9 +365,9 @@ def spread(function, seeds, *args) -> list:
 
 
 # --- training ----------------------------------------------------------------------------------------
-def train(data: list[Episode], features: Features, seed: int = 0) -> tuple[ClonedPolicy, dict]:
-    """Fit the four networks: chooser and turner on the picker's own choices at the first step of the
-    episodes where it chose (`expert`), mover and gripper on every kept step's label. The control
+def train(decisions: list[Episode], data: list[Episode], features: Features, seed: int = 0) -> tuple[ClonedPolicy, dict]:
+    """Fit the four networks: chooser and turner on the picker's own choices (object, yaw) at the first
+    step of `decisions` (its demos), mover and gripper on every kept step's label of `data`. The control
     features use the yaw the labels turn to (teacher forcing); the policy uses the turner's."""
     from sklearn.neural_network import MLPClassifier, MLPRegressor
     from sklearn.pipeline import make_pipeline
@@ -377,6 +381,8 @@ def train(data: list[Episode], features: Features, seed: int = 0) -> tuple[Clone
             x = features.control(v, np.concatenate([v[:1], v[:-1]]), episode.slot, episode.yaw)
             control_x.append(x[episode.keep])
             control_y.append(episode.labels[episode.keep])
+    for episode in decisions:
+        v = episode.vectors
         if episode.expert:
             x, present = features.slots(v[0])
             chooser_x += list(x[present])
@@ -422,20 +428,21 @@ def measure() -> list[Figure]:
             start = time.perf_counter()
             demos = rollouts(Path(folder) / "demos", DEMOS, WORKERS, 0,
                              RunSpec(env_id=ENV, policy="scripted", observation="privileged"), progress=False)
-            data = from_rollouts(*read_dataset(demos.out), parts)
-        used = len(data)
+            decisions = from_rollouts(*read_dataset(demos.out), parts)
         next_seed = DEMOS
-        data += spread(collect, range(next_seed, next_seed + NOISY), NOISE)
+        data = spread(collect, range(next_seed, next_seed + CLEAN), parts)
+        next_seed += CLEAN
+        data += spread(collect, range(next_seed, next_seed + NOISY), parts, NOISE)
         next_seed += NOISY
         collect_s = time.perf_counter() - start
-        policy, counts = train(data, features, TRAIN_SEED)
+        policy, counts = train(decisions, data, features, TRAIN_SEED)
         train_s += counts["train_s"]
         for _ in range(ROUNDS):
             start = time.perf_counter()
-            data += spread(collect, range(next_seed, next_seed + PER_ROUND), 0.0, policy, BETA)
+            data += spread(collect, range(next_seed, next_seed + PER_ROUND), parts, 0.0, policy, BETA)
             next_seed += PER_ROUND
             collect_s += time.perf_counter() - start
-            policy, counts = train(data, features, TRAIN_SEED)
+            policy, counts = train(decisions, data, features, TRAIN_SEED)
             train_s += counts["train_s"]
         assert next_seed <= HELD_OUT_SEED, "demo seeds must stay below the held-out ones"
         start = time.perf_counter()
@@ -446,13 +453,15 @@ def measure() -> list[Figure]:
     figures += [
         Figure(GROUP, f"demonstrations: scripted episodes, seeds 0-{DEMOS - 1} (rollouts --observation privileged)",
                DEMOS, "episodes"),
-        Figure(GROUP, "demonstrations used (closed near an object)", used, "episodes"),
-        Figure(GROUP, f"noisy demonstrations (DART, motion noise sd {NOISE}), seeds {DEMOS}-{DEMOS + NOISY - 1}",
-               NOISY, "episodes"),
-        Figure(GROUP, f"DAgger: rounds x learner episodes labelled by the picker (beta {BETA})",
+        Figure(GROUP, "demonstrations whose choice of object and yaw the policy learns (closed near an object)",
+               len(decisions), "episodes"),
+        Figure(GROUP, f"labeller: the picker aiming at the reported object position, seeds {DEMOS}-{DEMOS + CLEAN - 1}",
+               100 * np.mean([e.grabbed for e in data[:CLEAN]]), "% episodes with a grab"),
+        Figure(GROUP, f"noisy labelled episodes (DART, motion noise sd {NOISE})", NOISY, "episodes"),
+        Figure(GROUP, f"DAgger: {ROUNDS} rounds of learner episodes labelled by the picker (beta {BETA})",
                ROUNDS * PER_ROUND, "episodes"),
         Figure(GROUP, "training samples (labelled steps)", counts["samples"], "steps"),
-        Figure(GROUP, f"demo and DAgger collection ({WORKERS} Ray workers)", collect_s, "s"),
+        Figure(GROUP, f"demo, DART and DAgger collection ({WORKERS} Ray workers)", collect_s, "s"),
         Figure(GROUP, f"training time, {ROUNDS + 1} fits of 4 MLPs (scikit-learn, CPU)", train_s, "s"),
         Figure(GROUP, f"held-out evaluation ({WORKERS} Ray workers)", evaluate_s, "s"),
         Figure(GROUP, f"cloned MLP policy (privileged state, training seed {TRAIN_SEED}), held-out seeds "

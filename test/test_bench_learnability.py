@@ -56,8 +56,8 @@ def features():
     return L.Features(L.Parts(pick.max_objects), BinInterior.from_config(pick))
 
 
-def test_dart_labels_are_the_pickers_clean_actions_not_the_noisy_ones_executed(env, picker_outputs):
-    episode = L.labelled_episode(env, seed=3, noise=0.3)
+def test_dart_labels_are_the_pickers_clean_actions_not_the_noisy_ones_executed(env, picker_outputs, features):
+    episode = L.labelled_episode(env, features.parts, seed=3, noise=0.3)
     executed = np.array(env.executed)
     assert len(episode.labels) == len(executed) == STEPS
     np.testing.assert_array_equal(episode.labels, np.array(picker_outputs))  # the labels are the picker's
@@ -66,8 +66,8 @@ def test_dart_labels_are_the_pickers_clean_actions_not_the_noisy_ones_executed(e
     assert episode.expert and episode.keep.all()
 
 
-def test_without_noise_the_picker_executes_its_own_labels(env, picker_outputs):
-    episode = L.labelled_episode(env, seed=3)
+def test_without_noise_the_picker_executes_its_own_labels(env, picker_outputs, features):
+    episode = L.labelled_episode(env, features.parts, seed=3)
     np.testing.assert_array_equal(np.array(env.executed), episode.labels)
 
 
@@ -96,7 +96,7 @@ def test_dagger_executes_the_learners_actions_and_labels_them_with_the_picker_fo
     own = int(picker.grasp.name.rsplit("_", 1)[1])
     other = next(k for k in present if k != own)  # a choice the picker would not make
     picker_outputs.clear()
-    episode = L.labelled_episode(env, seed=5, policy=Learner(other, 0.7), beta=0.0)
+    episode = L.labelled_episode(env, features.parts, seed=5, policy=Learner(other, 0.7), beta=0.0)
     executed = np.array(env.executed)
     np.testing.assert_allclose(executed, np.tile([0.5, -0.5, 0.25, 0.0, 1.0], (STEPS, 1)))  # the learner's
     np.testing.assert_array_equal(episode.labels, np.array(picker_outputs))  # labelled by the picker
@@ -107,12 +107,19 @@ def test_dagger_executes_the_learners_actions_and_labels_them_with_the_picker_fo
     assert episode.labels[0, 3] == pytest.approx(np.clip(turn / L.DA, -1, 1), abs=1e-6)
 
 
-def test_follow_gives_the_picker_the_learners_object_and_yaw(env):
-    env.reset(seed=7)
+def test_follow_gives_the_picker_the_learners_object_yaw_and_grasp_point(env, features):
+    observation, _ = env.reset(seed=7)
     picker = ScriptedPicker(env)
     slot = int(env.unwrapped.object_views()[-1].name.rsplit("_", 1)[1])
-    L.follow(picker, slot, -0.4)
+    parts = features.parts
+    position = parts.objects(np.asarray(observation, np.float64))[slot, parts.object["position"]]
+    L.follow(picker, slot, -0.4, position)
     assert (picker.grasp.name, picker.grasp.yaw, picker.phase, picker.attempts) == (f"object_{slot}", -0.4, 0, 1)
+    np.testing.assert_array_equal(picker.grasp.position, position)
+    # its first action heads for the approach point above that grasp point
+    action = picker.act(observation)
+    error = position + [0, 0, 0.10] - np.asarray(env.unwrapped.last.ee_position, np.float32).astype(float)
+    np.testing.assert_allclose(action[:3], np.clip(error / L.DV, -1, 1), atol=1e-6)
 
 
 def test_yaw_candidates_and_control_features_come_from_the_privileged_vector(env, features):
