@@ -115,7 +115,7 @@ class Features:
         """`interior`: the pick bin's free space (picking.policy.BinInterior, from the scene file)."""
         self.parts, self.interior = parts, interior
         self.half = interior.half_extents
-        self.history = False  # the gripper's motion since the previous observation as a feature
+        self.history = True  # the gripper's motion since the previous observation as a feature (a stall shows)
 
     def slots(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(N × features, present mask) of one vector, for the object classifier."""
@@ -193,16 +193,27 @@ class Features:
 
 
 # --- the learned policy --------------------------------------------------------------------------
-class ClonedPolicy:
-    """Chooses an object (chooser) and a gripper yaw for it (turner) at its first step, then maps each
-    observation to an action (mover: motion and turn; gripper: open or close)."""
+PHASES = 4  # the picker's phases: approach, descend, close, lift (picking.policy.Grasp.waypoints)
 
-    def __init__(self, features: Features, chooser, turner, mover, gripper):
-        self.features, self.chooser, self.turner, self.mover, self.gripper = features, chooser, turner, mover, gripper
-        self.slot, self.yaw, self.previous = None, None, None
+
+def with_phase(x: np.ndarray, phases: np.ndarray) -> np.ndarray:
+    """Control features with the phase one-hot appended."""
+    return np.column_stack([x, np.eye(PHASES)[np.asarray(phases, int)]])
+
+
+class ClonedPolicy:
+    """Chooses an object (chooser) and a gripper yaw for it (turner) at its first step; keeps a phase, as
+    the picker does, which a classifier (advancer) moves on; maps each observation and its phase to an
+    action (mover: motion and turn; gripper: open or close). The phase is what tells a gripper that has
+    reached the point above the object (descend now) from one still heading for it, in the same state."""
+
+    def __init__(self, features: Features, chooser, turner, advancer, mover, gripper):
+        self.features, self.chooser, self.turner = features, chooser, turner
+        self.advancer, self.mover, self.gripper = advancer, mover, gripper
+        self.reset()
 
     def reset(self) -> None:
-        self.slot, self.yaw, self.previous = None, None, None
+        self.slot, self.yaw, self.previous, self.phase = None, None, None, 0
 
     def decide(self, vector: np.ndarray) -> None:
         features, present = self.features.slots(vector)
@@ -219,6 +230,9 @@ class ClonedPolicy:
         previous = vector if self.previous is None else self.previous
         self.previous = vector
         x = self.features.control(vector[None], previous[None], self.slot, self.yaw)
+        if self.phase < PHASES - 1 and self.advancer.predict(with_phase(x, [self.phase]))[0]:
+            self.phase += 1
+        x = with_phase(x, [self.phase])
         move = np.clip(self.mover.predict(x)[0], -1, 1)
         return np.array([*move, 1.0 if self.gripper.predict(x)[0] else -1.0], np.float32)
 
@@ -233,6 +247,7 @@ class Episode:
     slot: int  # the object the labels go for
     yaw: float  # the gripper yaw they turn to
     keep: np.ndarray  # T booleans: the steps whose labels are for (slot, yaw), the picker's first attempt
+    phases: np.ndarray  # T: the picker's phase each label comes from (-1: not known, not kept)
     expert: bool  # the picker chose slot and yaw itself (what the chooser and the turner learn from)
     grabbed: bool
 
@@ -261,7 +276,7 @@ def from_rollouts(steps, episodes, parts: Parts) -> list[Episode]:
         reopen = close + np.flatnonzero(actions[close:, 4] > 0)
         end = reopen[0] if len(reopen) else len(actions)
         out.append(Episode(vectors, actions, slot, float(_yaw(vectors[close, parts.robot["ee_orientation"]])),
-                           np.arange(len(actions)) < end, True, bool(episode.success)))
+                           np.arange(len(actions)) < end, np.full(len(actions), -1), True, bool(episode.success)))
     return out
 
 
@@ -302,8 +317,9 @@ def labelled_episode(env, parts: Parts, seed: int, noise: float = 0.0, policy=No
         own = choose_grasp(env.unwrapped.object_views(), interior=picker.interior)
         slot, yaw = int(own.name.rsplit("_", 1)[1]), own.yaw
     follow(picker, slot, yaw, parts.objects(vector)[slot, parts.object["position"]])
-    vectors, labels, keep, first, info = [], [], [], None, {}
+    vectors, labels, keep, phases, first, info = [], [], [], [], None, {}
     while True:
+        phases.append(picker.phase)  # the phase whose waypoint this step's label heads for
         label = picker.act(observation)
         if picker.grasp is not None and first is None:
             first = picker.grasp
@@ -321,8 +337,9 @@ def labelled_episode(env, parts: Parts, seed: int, noise: float = 0.0, policy=No
         if terminated or truncated:
             break
     slot = int(first.name.rsplit("_", 1)[1]) if first is not None else 0
+    keep = np.array(keep, bool) & (np.array(phases) < PHASES)
     return Episode(np.array(vectors), np.array(labels, np.float64), slot, float(first.yaw) if first else 0.0,
-                   np.array(keep, bool), policy is None, info.get("grabs", 0) > 0)
+                   keep, np.where(keep, phases, -1), policy is None, info.get("grabs", 0) > 0)
 
 
 def _make_env():
@@ -371,7 +388,7 @@ def spread(function, seeds, *args) -> list:
 
 # --- training ----------------------------------------------------------------------------------------
 def train(decisions: list[Episode], data: list[Episode], features: Features, seed: int = 0) -> tuple[ClonedPolicy, dict]:
-    """Fit the four networks: chooser and turner on the picker's own choices (object, yaw) at the first
+    """Fit the five networks: advancer on whether the picker's phase moved on from the previous step's; chooser and turner on the picker's own choices (object, yaw) at the first
     step of `decisions` (its demos), mover and gripper on every kept step's label of `data`. The control
     features use the yaw the labels turn to (teacher forcing); the policy uses the turner's."""
     from sklearn.neural_network import MLPClassifier, MLPRegressor
@@ -379,13 +396,16 @@ def train(decisions: list[Episode], data: list[Episode], features: Features, see
     from sklearn.preprocessing import StandardScaler
 
     parts = features.parts
-    chooser_x, chooser_y, turner_x, turner_y, control_x, control_y = [], [], [], [], [], []
+    chooser_x, chooser_y, turner_x, turner_y, control_x, control_y, advance_x, advance_y = [], [], [], [], [], [], [], []
     for episode in data:
-        v = episode.vectors
-        if episode.keep.any():
+        v, keep, phases = episode.vectors, episode.keep, episode.phases
+        if keep.any():
             x = features.control(v, np.concatenate([v[:1], v[:-1]]), episode.slot, episode.yaw)
-            control_x.append(x[episode.keep])
-            control_y.append(episode.labels[episode.keep])
+            control_x.append(with_phase(x[keep], phases[keep]))
+            control_y.append(episode.labels[keep])
+            both = keep[1:] & keep[:-1]  # step t's phase from step t-1's: moved on or not
+            advance_x.append(with_phase(x[1:][both], phases[:-1][both]))
+            advance_y.append(phases[1:][both] > phases[:-1][both])
     for episode in decisions:
         v = episode.vectors
         if episode.expert:
@@ -400,6 +420,9 @@ def train(decisions: list[Episode], data: list[Episode], features: Features, see
     chooser.fit(np.array(chooser_x), np.array(chooser_y))
     turner = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(32, 32), max_iter=2000, random_state=seed))
     turner.fit(np.array(turner_x), np.array(turner_y))
+    advancer = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=800,
+                                                             random_state=seed))
+    advancer.fit(np.concatenate(advance_x), np.concatenate(advance_y))
     x, y = np.concatenate(control_x), np.concatenate(control_y)
     mover = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(128, 128), max_iter=800, early_stopping=True,
                                                          random_state=seed))
@@ -407,7 +430,7 @@ def train(decisions: list[Episode], data: list[Episode], features: Features, see
     gripper = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=800, random_state=seed))
     gripper.fit(x, y[:, 4] > 0)
     seconds = time.perf_counter() - start
-    return ClonedPolicy(features, chooser, turner, mover, gripper), {"samples": len(x), "train_s": seconds}
+    return ClonedPolicy(features, chooser, turner, advancer, mover, gripper), {"samples": len(x), "train_s": seconds}
 
 
 def measure() -> list[Figure]:

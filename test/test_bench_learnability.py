@@ -132,3 +132,42 @@ def test_yaw_candidates_and_control_features_come_from_the_privileged_vector(env
     control = features.control(vector[None], vector[None], slot, 0.3)
     assert control.shape[0] == 1 and np.isfinite(control).all()
     assert -np.pi / 2 <= L.wrap_turn(np.pi / 2) < np.pi / 2 and L.wrap_turn(0.1) == pytest.approx(0.1)
+
+
+class Always:
+    """A stand-in estimator: predicts `value` for every row (probabilities: the first row scores highest)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def predict(self, x):
+        return np.array([self.value] * len(x))
+
+    def predict_proba(self, x):
+        scores = np.linspace(1.0, 0.0, len(x))
+        return np.column_stack([1 - scores, scores])
+
+
+def test_the_cloned_policy_keeps_a_phase_that_only_moves_on_and_feeds_it_to_its_networks(env, features):
+    seen = []
+
+    class Mover(Always):
+        def predict(self, x):
+            seen.append(x[0, -L.PHASES:].copy())
+            return np.zeros((len(x), 4))
+
+    policy = L.ClonedPolicy(features, Always(1), Always(1), Always(True), Mover(0), Always(True))
+    observation, _ = env.reset(seed=2)
+    for _ in range(5):
+        action = policy.act(observation)
+    assert policy.phase == L.PHASES - 1  # moved on at each step, never past the last phase
+    assert [int(np.argmax(s)) for s in seen] == [1, 2, 3, 3, 3] and all(s.sum() == 1 for s in seen)
+    assert action[4] == 1.0 and policy.slot is not None and policy.yaw is not None
+    policy.reset()
+    assert (policy.phase, policy.slot) == (0, None)
+
+
+def test_labelled_steps_carry_the_pickers_phase(env, picker_outputs, features):
+    episode = L.labelled_episode(env, features.parts, seed=3)
+    assert episode.phases[0] == 0 and (np.diff(episode.phases) >= 0).all()
+    assert set(episode.phases) <= set(range(L.PHASES))
