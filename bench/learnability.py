@@ -42,7 +42,7 @@ DA = 0.25  # rad a full delta action turns it (FrankaDelta's default da)
 CLEAN = int(os.environ.get("BENCH_LEARN_CLEAN", 50))  # labelled episodes of the picker without noise
 NOISY = int(os.environ.get("BENCH_LEARN_NOISY", 100))  # DART episodes: the picker with noisy motion
 NOISE = float(os.environ.get("BENCH_LEARN_NOISE", 0.2))  # their motion noise's standard deviation, action units
-ROUNDS = int(os.environ.get("BENCH_LEARN_ROUNDS", 2))  # DAgger rounds after the first fit
+ROUNDS = int(os.environ.get("BENCH_LEARN_ROUNDS", 0))  # DAgger rounds after the first fit (none by default: not needed)
 PER_ROUND = int(os.environ.get("BENCH_LEARN_PER_ROUND", 60))  # learner episodes per round
 BETA = 0.3  # a DAgger step executes the picker's action with this probability, the learner's otherwise
 TRAIN_SEED = int(os.environ.get("BENCH_LEARN_SEED", 0))  # the networks' initialisation and shuffling
@@ -194,6 +194,8 @@ class Features:
 
 # --- the learned policy --------------------------------------------------------------------------
 PHASES = 4  # the picker's phases: approach, descend, close, lift (picking.policy.Grasp.waypoints)
+ADVANCE = float(os.environ.get("BENCH_LEARN_ADVANCE", 0.2))  # the advancer's probability that moves the phase on
+# (below one half: a phase moves on at a few steps of an episode, so the classifier is rarely sure of it)
 
 
 def with_phase(x: np.ndarray, phases: np.ndarray) -> np.ndarray:
@@ -230,7 +232,7 @@ class ClonedPolicy:
         previous = vector if self.previous is None else self.previous
         self.previous = vector
         x = self.features.control(vector[None], previous[None], self.slot, self.yaw)
-        if self.phase < PHASES - 1 and self.advancer.predict(with_phase(x, [self.phase]))[0]:
+        if self.phase < PHASES - 1 and self.advancer.predict_proba(with_phase(x, [self.phase]))[0, 1] > ADVANCE:
             self.phase += 1
         x = with_phase(x, [self.phase])
         move = np.clip(self.mover.predict(x)[0], -1, 1)
@@ -250,6 +252,7 @@ class Episode:
     phases: np.ndarray  # T: the picker's phase each label comes from (-1: not known, not kept)
     expert: bool  # the picker chose slot and yaw itself (what the chooser and the turner learn from)
     grabbed: bool
+    noise: float = 0.0  # the executed motion's noise (DART)
 
 
 def from_rollouts(steps, episodes, parts: Parts) -> list[Episode]:
@@ -339,7 +342,7 @@ def labelled_episode(env, parts: Parts, seed: int, noise: float = 0.0, policy=No
     slot = int(first.name.rsplit("_", 1)[1]) if first is not None else 0
     keep = np.array(keep, bool) & (np.array(phases) < PHASES)
     return Episode(np.array(vectors), np.array(labels, np.float64), slot, float(first.yaw) if first else 0.0,
-                   keep, np.where(keep, phases, -1), policy is None, info.get("grabs", 0) > 0)
+                   keep, np.where(keep, phases, -1), policy is None, info.get("grabs", 0) > 0, noise)
 
 
 def _make_env():
@@ -403,6 +406,8 @@ def train(decisions: list[Episode], data: list[Episode], features: Features, see
             x = features.control(v, np.concatenate([v[:1], v[:-1]]), episode.slot, episode.yaw)
             control_x.append(with_phase(x[keep], phases[keep]))
             control_y.append(episode.labels[keep])
+            if episode.noise:  # noise hides a stall and delays the reach: the picker's phase then moves on by
+                continue        # its step limit, which says nothing about the state
             both = keep[1:] & keep[:-1]  # step t's phase from step t-1's: moved on or not
             advance_x.append(with_phase(x[1:][both], phases[:-1][both]))
             advance_y.append(phases[1:][both] > phases[:-1][both])

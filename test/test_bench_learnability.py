@@ -144,7 +144,7 @@ class Always:
         return np.array([self.value] * len(x))
 
     def predict_proba(self, x):
-        scores = np.linspace(1.0, 0.0, len(x))
+        scores = np.linspace(1.0, 0.0, len(x)) if len(x) > 1 else np.full(1, float(self.value))
         return np.column_stack([1 - scores, scores])
 
 
