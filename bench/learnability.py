@@ -188,7 +188,8 @@ class Features:
         slots = np.stack([self.slots(v)[0][slot] for v in vector])
         steps = np.clip(delta / DV, -1, 1)  # the offset in action units (a full action moves DV)
         return np.column_stack([delta, 10 * delta, steps, turn, np.clip(turn / DA, -1, 1), np.abs(turn) < 0.01,
-                                *([moved] if self.history else []), fingers * 20, vector[:, p.robot["gripper_open"]], height, size * 30,
+                                *([moved] if self.history else []), fingers * 20, vector[:, p.robot["gripper_open"]],
+                                height, size * 30,
                                 objects[:, p.object["present"]], slots])
 
 
@@ -390,18 +391,24 @@ def spread(function, seeds, *args) -> list:
 
 
 # --- training ----------------------------------------------------------------------------------------
-def train(decisions: list[Episode], data: list[Episode], features: Features, seed: int = 0) -> tuple[ClonedPolicy, dict]:
-    """Fit the five networks: advancer on whether the picker's phase moved on from the previous step's; chooser and turner on the picker's own choices (object, yaw) at the first
-    step of `decisions` (its demos), mover and gripper on every kept step's label of `data`. The control
+def train(decisions: list[Episode], data: list[Episode], features: Features,
+          seed: int = 0) -> tuple[ClonedPolicy, dict]:
+    """Fit the five networks: chooser and turner on the picker's own choices (object, yaw) at the first
+    step of `decisions` (its demos); mover and gripper on every kept step's label of `data`, advancer on
+    whether the picker's phase moved on from the previous step's in its noise-free episodes. The control
     features use the yaw the labels turn to (teacher forcing); the policy uses the turner's."""
     from sklearn.neural_network import MLPClassifier, MLPRegressor
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     parts = features.parts
-    chooser_x, chooser_y, turner_x, turner_y, control_x, control_y, advance_x, advance_y = [], [], [], [], [], [], [], []
+    chooser_x, chooser_y, turner_x, turner_y = [], [], [], []
+    control_x, control_y, advance_x, advance_y = [], [], [], []
     for episode in data:
         v, keep, phases = episode.vectors, episode.keep, episode.phases
+        if (phases[keep] < 0).any():
+            raise ValueError("control data needs the picker's phase at each kept step (labelled_episode); "
+                             "a rollouts demo's is not known")
         if keep.any():
             x = features.control(v, np.concatenate([v[:1], v[:-1]]), episode.slot, episode.yaw)
             control_x.append(with_phase(x[keep], phases[keep]))
@@ -420,19 +427,22 @@ def train(decisions: list[Episode], data: list[Episode], features: Features, see
             yaws, x = features.yaws(v[0], episode.slot)
             turner_x += list(x)
             turner_y += list(np.arange(len(yaws)) == np.argmin(np.abs(wrap_turn(yaws - episode.yaw))))
-    start = time.perf_counter()
-    chooser = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=2000, random_state=seed))
-    chooser.fit(np.array(chooser_x), np.array(chooser_y))
-    turner = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(32, 32), max_iter=2000, random_state=seed))
-    turner.fit(np.array(turner_x), np.array(turner_y))
-    advancer = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=800,
+    def classifier(layers, iterations):
+        return make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=layers, max_iter=iterations,
                                                              random_state=seed))
+
+    start = time.perf_counter()
+    chooser = classifier((64, 64), 2000)
+    chooser.fit(np.array(chooser_x), np.array(chooser_y))
+    turner = classifier((32, 32), 2000)
+    turner.fit(np.array(turner_x), np.array(turner_y))
+    advancer = classifier((64, 64), 800)
     advancer.fit(np.concatenate(advance_x), np.concatenate(advance_y))
     x, y = np.concatenate(control_x), np.concatenate(control_y)
-    mover = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(128, 128), max_iter=800, early_stopping=True,
-                                                         random_state=seed))
+    mover = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(128, 128), max_iter=800,
+                                                         early_stopping=True, random_state=seed))
     mover.fit(x, y[:, :4])
-    gripper = make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(64, 64), max_iter=800, random_state=seed))
+    gripper = classifier((64, 64), 800)
     gripper.fit(x, y[:, 4] > 0)
     seconds = time.perf_counter() - start
     return ClonedPolicy(features, chooser, turner, advancer, mover, gripper), {"samples": len(x), "train_s": seconds}
@@ -495,7 +505,7 @@ def measure() -> list[Figure]:
                ROUNDS * PER_ROUND, "episodes"),
         Figure(GROUP, "training samples (labelled steps)", counts["samples"], "steps"),
         Figure(GROUP, f"demo, DART and DAgger collection ({WORKERS} Ray workers)", collect_s, "s"),
-        Figure(GROUP, f"training time, {ROUNDS + 1} fits of 4 MLPs (scikit-learn, CPU)", train_s, "s"),
+        Figure(GROUP, f"training time, {ROUNDS + 1} fit(s) of 5 MLPs (scikit-learn, CPU)", train_s, "s"),
         Figure(GROUP, f"held-out evaluation ({WORKERS} Ray workers)", evaluate_s, "s"),
         Figure(GROUP, f"cloned MLP policy (privileged state, training seed {TRAIN_SEED}), held-out seeds "
                f"{seeds[0]}-{seeds[-1]}", 100 * success, "% episodes with a grab"),
