@@ -45,8 +45,9 @@ def evaluate(env, act: Callable[[dict], np.ndarray], seeds: Iterable[int]) -> di
     episodes whose last step's `info["is_success"]` is true (`success`), the share that were a success at
     any step after the reset (`success_any`), the mean return and the mean length; and, as signs of
     progress short of success, the mean distance [m] from the object to the goal at the end
-    (`final_distance`) and the share of episodes in which the object moved more than 1 cm (`moved`)."""
-    final, ever, returns, lengths, distances, moved = [], [], [], [], [], []
+    (`final_distance`) and the share of episodes in which the object moved more than 1 cm (`moved`); the
+    share that ended with a bin contact (`bin_contact`: the task's early end a learner can seek)."""
+    final, ever, returns, lengths, distances, moved, contact = [], [], [], [], [], [], []
     for seed in seeds:
         observation, _ = env.reset(seed=int(seed))
         start = np.array(observation["achieved_goal"], float)
@@ -64,9 +65,11 @@ def evaluate(env, act: Callable[[dict], np.ndarray], seeds: Iterable[int]) -> di
         achieved = np.array(observation["achieved_goal"], float)
         distances.append(float(np.linalg.norm(achieved - np.array(observation["desired_goal"], float))))
         moved.append(bool(np.linalg.norm(achieved - start) > 0.01))
+        contact.append(bool(info["bin_collision"]))
     return {"success": float(np.mean(final)), "success_any": float(np.mean(ever)),
             "mean_return": float(np.mean(returns)), "mean_length": float(np.mean(lengths)),
-            "final_distance": float(np.mean(distances)), "moved": float(np.mean(moved))}
+            "final_distance": float(np.mean(distances)), "moved": float(np.mean(moved)),
+            "bin_contact": float(np.mean(contact))}
 
 
 def make_env(reward_type: str = "sparse"):
@@ -107,7 +110,8 @@ def train(steps: int, eval_every: int, reward_type: str = "sparse", seed: int = 
         row.update(steps=step, wall_s=wall, train_s=wall - clock["evaluating"])
         curve.append(row)
         log(f"{step:>8} {row['success']:>8.0%} {row['success_any']:>8.0%} {row['mean_return']:>9.1f} "
-            f"{row['mean_length']:>7.1f} {100 * row['final_distance']:>8.1f} {row['moved']:>6.0%} {row['wall_s']:>7.0f}")
+            f"{row['mean_length']:>7.1f} {100 * row['final_distance']:>8.1f} {row['moved']:>6.0%} {row['bin_contact']:>6.0%} "
+            f"{row['wall_s']:>7.0f}")
 
     class Every(BaseCallback):
         def _on_step(self) -> bool:
@@ -116,7 +120,7 @@ def train(steps: int, eval_every: int, reward_type: str = "sparse", seed: int = 
             return True
 
     log(f"{'steps':>8} {'success':>8} {'any step':>8} {'return':>9} {'length':>7} {'dist cm':>8} {'moved':>6} "
-        f"{'wall s':>7}")
+        f"{'bin':>6} {'wall s':>7}")
     point(0)
     model.learn(total_timesteps=steps, callback=Every())
     if curve[-1]["steps"] != model.num_timesteps:

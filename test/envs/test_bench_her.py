@@ -33,7 +33,7 @@ def test_goal_where_the_object_lies_is_a_success_every_step(env, monkeypatch):
     monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self, state: self.achieved.copy())
     result = her.evaluate(env, still(env), SEEDS)
     assert counts(result) == {"success": 1.0, "success_any": 1.0, "mean_return": 0.0, "mean_length": STEPS}
-    assert result["final_distance"] < DISTANCE_THRESHOLD and result["moved"] == 0.0
+    assert result["final_distance"] < DISTANCE_THRESHOLD and result["moved"] == 0.0 and result["bin_contact"] == 0.0
 
 
 def test_goal_away_from_the_object_is_never_a_success(env, monkeypatch):
