@@ -18,7 +18,7 @@ ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-p
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
 
-.PHONY: help venv demo demo-two-arms test test-colcon docs run bench planner-example lock clean
+.PHONY: help venv demo demo-two-arms test test-colcon docs run bench bench-her planner-example lock clean
 
 help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
@@ -28,6 +28,7 @@ help:
 	@echo "make docs   - the manual (doc/*.md) as HTML in build/docs/index.html; fails on any Sphinx warning"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
+	@echo "make bench-her - SAC + HER on FrankaLift-v0, CPU, ~10 min (installs requirements-her.txt): curve in build/her"
 	@echo "make planner-example - OMPL plans against what sim publishes and picks an object (installs requirements-planning.txt)"
 
 venv: $(STAMP)
@@ -129,6 +130,17 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 
 bench: $(BENCH_STAMP)
 	$(ROS_ENV) $(PY) -m bench.run
+
+# HER with an off-policy learner (Stable-Baselines3, torch's CPU build) on the goal-conditioned env: its own
+# extra, not in `make bench` (torch is large, and the run takes minutes). HER_ARGS passes options on.
+HER_STAMP := $(VENV)/.her-installed
+$(HER_STAMP): $(STAMP) requirements-her.txt
+	$(PY) -m pip install --quiet --requirement requirements-her.txt
+	@touch $@
+
+HER_ARGS ?=
+bench-her: $(HER_STAMP)
+	$(ROS_ENV) $(PY) -m bench.her $(HER_ARGS)
 
 # The planner example's OMPL goes into the same venv (control_msgs / moveit_msgs: a ROS install or ../shared/ros-tools).
 PLANNING_STAMP := $(VENV)/.planning-installed
