@@ -15,11 +15,10 @@ from sensor_msgs.msg import Image
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 
-from .camera_in_process import (RENDERER_SIZES, frames_per_second, raw_call, raw_env_steps_per_second,
-                                renderer_figures, renderers)
+from .camera_in_process import (RENDERER_SIZES, frames_per_second, image_env_figure, raw_call, renderer_figures,
+                                renderers)
 from .figures import Figure
 from .direct import direct_sim
-from .gym import env_steps_per_second
 from .session import sim_and_client
 
 SECONDS = 4.0
@@ -107,11 +106,7 @@ def measure() -> list[Figure]:
     for width, height in RENDERER_SIZES:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:
-        for backend in ("direct", "ros"):
-            rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", backend, "image", renderer=renderer)
-            raw = raw_env_steps_per_second(renderer)
-            figures.append(Figure("camera", f"FrankaDelta-v0 {backend}, image 64x64, {renderer}", rate, "steps/s",
-                                  raw, "raw: 24 stepSimulation + one getCameraImage at 64x64, same view"))
+        figures += [image_env_figure(renderer, backend) for backend in ("direct", "ros")]
     for renderer in available:
         for render_process, where in ((True, "render worker"), (False, "rendered on the physics thread")):
             factor, rate = realtime_factor(renderer, render_process)

@@ -100,13 +100,13 @@ def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
         sim.close()
 
 
-def direct_env_figures(renderer: str) -> list[Figure]:
-    """FrankaDelta-v0's image observation in process, beside its bare reference."""
-    from .gym import env_steps_per_second
+def image_env_figure(renderer: str, backend: str = "direct") -> Figure:
+    """FrankaDelta-v0's image observation on `backend`, beside its bare reference."""
+    from .gym import env_steps_per_second  # here: bench.gym needs gymnasium, the renderer rows do not
 
-    rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", "direct", "image", renderer=renderer)
-    return [Figure("camera", f"FrankaDelta-v0 direct, image 64x64, {renderer}", rate, "steps/s",
-                   raw_env_steps_per_second(renderer), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view")]
+    rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", backend, "image", renderer=renderer)
+    return Figure("camera", f"FrankaDelta-v0 {backend}, image 64x64, {renderer}", rate, "steps/s",
+                  raw_env_steps_per_second(renderer), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view")
 
 
 def stage_times(renderer: str, width: int, height: int, frames: int = 40) -> dict[str, float]:
@@ -145,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stages", action="store_true", help="also time Camera.render's stages per renderer and size")
     parser.add_argument("--json", help="also write the figures and the machine here")
     args = parser.parse_args(argv)
+    from .run import table
+
     if args.numpy_rgb:
         camera_module.OPENCV_MIN_PIXELS = math.inf
     chosen = args.renderers.split(",") if args.renderers else renderers()
@@ -154,14 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [tuple(map(int, size.split("x"))) for size in args.sizes.split(",")] if args.sizes else RENDERER_SIZES
     for width, height in sizes:
         figures += renderer_figures(chosen, width, height)
-        for figure in figures[-2 * len(chosen):]:
-            print(f"| {figure.name} | {figure.value:.1f} {figure.unit} | raw {figure.raw_pybullet:.1f} | "
-                  f"{figure.ratio:.2f} |", flush=True)
-    for renderer in chosen:
-        for figure in direct_env_figures(renderer):
-            figures.append(figure)
-            print(f"| {figure.name} | {figure.value:.1f} {figure.unit} | raw {figure.raw_pybullet:.1f} | "
-                  f"{figure.ratio:.2f} |", flush=True)
+    figures += [image_env_figure(renderer) for renderer in chosen]
+    print(table(figures), flush=True)
     if args.stages:
         for renderer in chosen:
             for width, height in sizes:
