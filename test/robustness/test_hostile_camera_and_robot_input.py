@@ -28,7 +28,22 @@ def memory_lines(pid: int) -> str:
     with open(f"/proc/{pid}/status") as status:
         kinds = [line.split(":")[0] + " " + line.split()[1] for line in status if line.startswith("Rss")]
     children = open(f"/proc/{pid}/task/{pid}/children").read().split()
-    return ", ".join(kinds) + f" kB; children {children or 'none'}"
+    return ", ".join(kinds) + f" kB; children {children or 'none'}; largest mappings: {largest_mappings(pid)}"
+
+
+def largest_mappings(pid: int, count: int = 4) -> str:
+    """The mappings holding most of the process's memory: the heap, arenas (64 MB anonymous) or one buffer's own
+    mapping (a live array of that size) tell freed-but-kept memory from memory still in use."""
+    sizes, name = [], ""
+    with open(f"/proc/{pid}/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if fields[0] == "Rss:":
+                sizes.append((int(fields[1]) // 1024, name))
+            elif "-" in fields[0] and not fields[0].endswith(":"):
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                name = f"{fields[5] if len(fields) > 5 else 'anonymous'} of {(end - start) >> 20} MB"
+    return ", ".join(f"{rss} MB resident in {what}" for rss, what in sorted(sizes, reverse=True)[:count])
 
 
 # --- 12: a time reset opens a new epoch of the robot interface; its time never goes back -----------------
