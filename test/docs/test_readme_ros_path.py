@@ -150,7 +150,11 @@ def check_position(result, client, line):
 def check_delta(result, client, line):
     before = client.latest["arm/ee_pose"].pose.position
     dz = message_data(line)["data"][2]
-    client.spin_until(lambda: client.joint_positions()[7:].max() < 0.003, 60, "the fingers closed")
+    try:
+        client.spin_until(lambda: client.joint_positions()[7:].max() < 0.003, 60, "the fingers closed")
+    except TimeoutError as exc:  # (seen once in CI: say what the arm did and what `ros2 topic pub` printed)
+        raise AssertionError(f"{exc}: joints {client.joint_positions().round(4).tolist()}; the line printed "
+                             f"{result.stdout[-600:]!r} {result.stderr[-600:]!r}") from None
     client.spin_until(lambda: client.latest["arm/ee_pose"].pose.position.z < before.z + dz / 2, 60,
                       "the grasp point lower")
 
