@@ -64,7 +64,7 @@ $(DATASETS_STAMP): $(STAMP) requirements-datasets.txt
 # the suite in about two thirds of the time. `make test PYTEST_WORKERS=0` runs the first part in one process.
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
-	$(ROS_ENV) $(PY) -m pytest test -n $(PYTEST_WORKERS) --dist loadfile -m "not serial"
+	$(ROS_ENV) $(PY) -m pytest test -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
 	$(ROS_ENV) $(PY) -m pytest test -m serial
 
 # The ROS user's path, as CI runs it (README "Testing on a ROS install"): a venv of the dependencies only

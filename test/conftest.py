@@ -27,6 +27,12 @@ from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
 from binpick_sim.cell.sim import BinPickingSim  # noqa: E402
 from helpers import STATE_TOPICS, egl_or_skip, parameters  # noqa: E402
+from longest_first import order  # noqa: E402
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The longest files first, so the two workers of `make test` end together (longest_first.py)."""
+    order(items, ros_env.REPO / "test")
 
 
 @pytest.fixture(scope="session")

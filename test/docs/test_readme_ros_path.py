@@ -272,15 +272,15 @@ def check_launch_test(result, client, line):
 
 CHECKS = [
     Check(r"ros2 topic echo /joint_states --once", "client", check_echo),
-    Check(r"ros2 topic pub --once /arm/position_commands std_msgs/msg/Float64MultiArray .*", "client", check_position),
-    Check(r"ros2 topic pub --once /arm/delta_commands std_msgs/msg/Float64MultiArray .*", "client", check_delta),
+    Check(r"ros2 topic pub --once --keep-alive 2 /arm/position_commands std_msgs/msg/Float64MultiArray .*", "client", check_position),
+    Check(r"ros2 topic pub --once --keep-alive 2 /arm/delta_commands std_msgs/msg/Float64MultiArray .*", "client", check_delta),
     Check(r"ros2 service call /world/reset std_srvs/srv/Trigger", "client", check_reset),
     Check(r"ros2 param set /world seed \d+ && ros2 service call /world/reset std_srvs/srv/Trigger", "client",
           check_seeded_reset),
     Check(r"ros2 param describe /world realtime_factor", "client", check_describe),
-    Check(r"ros2 topic pub --once /arm/joint_trajectory trajectory_msgs/msg/JointTrajectory .*", "client",
+    Check(r"ros2 topic pub --once --keep-alive 2 /arm/joint_trajectory trajectory_msgs/msg/JointTrajectory .*", "client",
           check_trajectory),
-    Check(r"ros2 topic pub --once /arm/joint_commands sensor_msgs/msg/JointState .*", "client", check_joint_commands),
+    Check(r"ros2 topic pub --once --keep-alive 2 /arm/joint_commands sensor_msgs/msg/JointState .*", "client", check_joint_commands),
     Check(r"ros2 run binpick_sim sim", "server", None),  # the server of the "client" lines
     Check(r"ros2 run binpick_sim sim --ros-args -p config:=\S+ -p realtime_factor:=0.0", "server",
           check_sim_with_parameters),

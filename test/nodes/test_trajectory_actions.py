@@ -283,8 +283,11 @@ def test_the_gripper_squeezes_with_at_most_max_effort_and_reports_a_stall(client
     assert status == GoalStatus.STATUS_ABORTED and result.stalled
 
 
-def test_a_new_gripper_goal_cancels_the_running_one(client, stack):
-    """The first goal closes on a block and, with a long stall timeout, would wait: the second ends it."""
+def test_a_new_gripper_goal_cancels_the_running_one(paced):
+    """The first goal closes on a block and, with a long stall timeout, would wait: the second ends it. At real
+    time (`paced`): free-running, the longest stall timeout (60 sim s) passed in about 4 wall seconds, less than
+    a loaded machine once took to send the second goal (the first then ended as a stall)."""
+    stack, client = paced
     _, GripperCommand, GripperTarget = control_msgs()
     send(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.04)))
     grasp_block(stack)
