@@ -31,8 +31,14 @@ from longest_first import order  # noqa: E402
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """The longest files first, so the two workers of `make test` end together (longest_first.py)."""
+    """The longest files first, so the two workers of `make test` end together (longest_first.py); the
+    `scale` tests skipped unless the marker expression names them (`make test-scale`)."""
     order(items, ros_env.REPO / "test")
+    if "scale" not in (config.option.markexpr or ""):
+        skip = pytest.mark.skip(reason="at scale: `make test-scale` runs it (a smaller form runs in make test)")
+        for item in items:
+            if "scale" in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,6 @@ LONGEST_FIRST = (  # seconds per file, that run, on a loaded machine: only the o
     "envs/test_reproducibility.py",  # 86
     "envs/test_gym_contract.py",  # 70
     "envs/test_seed_gym_api.py",  # 61
-    "rollouts/test_ray_cluster.py",  # 61
     "robustness/test_hostile_camera_and_robot_input.py",  # 42
     "vision/test_renderers.py",  # 40
     "control/test_controllers.py",  # 33

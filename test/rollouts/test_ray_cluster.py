@@ -140,6 +140,7 @@ def _wait_for_nodes(address: str, count: int, environment: dict, nodes: list, ti
 
 
 @pytest.mark.slow  # two Ray nodes, a driver, a node death and a local run: ~2 min on the loaded shared 2 cores
+@pytest.mark.scale  # `make test-scale`; make test keeps a killed worker on one node (test_rollouts.py)
 @pytest.mark.timeout(600)
 def test_rollouts_on_a_two_node_cluster_spread_survive_a_node_loss_and_match_a_local_run(tmp_path, monkeypatch):
     import pandas as pd
