@@ -18,8 +18,13 @@ from helpers import parameters, statuses
 
 
 def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
+    """Resident MB; 0 for a process that has ended (a zombie's status has no VmRSS, a reaped one no file)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            fields = status.read().split("VmRSS:")
+    except FileNotFoundError:
+        return 0.0
+    return int(fields[1].split()[0]) / 1024 if len(fields) > 1 else 0.0
 
 
 def memory_lines(pid: int) -> str:

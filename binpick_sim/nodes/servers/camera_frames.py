@@ -18,12 +18,10 @@ import time
 from typing import Callable
 
 from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
-from ..common.memory import give_back_freed_memory
 
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
 POLL = 0.1  # seconds between two looks for a frame, a stop or a dead worker
-LATE_RELEASES = (1.0, 5.0)  # seconds after the release: freed memory collected and handed back again
 
 
 class FrameThread:
@@ -41,7 +39,6 @@ class FrameThread:
         self._wake = threading.Event()
         self._stopping = False
         self._last_watched = time.monotonic()
-        self._late: list[float] = []  # when the late releases are due
         self._thread = threading.Thread(target=self._run, name=f"{name}_frames", daemon=True)
         self._thread.start()
 
@@ -113,20 +110,10 @@ class FrameThread:
         self.logger.error(f"{why}; started a new one (pid {self.worker.pid}, restart {self.restarts})")
 
     def _release_if_unwatched(self) -> None:
-        """Idle: the worker stopped and memory handed back once nobody has watched for RELEASE_AFTER, and again
-        LATE_RELEASES later, off the physics thread. What the release frees is not all there is: the frame
-        publishers made anew end their DDS writers only once the executor's thread is out of its wait, and the
-        last frame's buffers can sit in a reference cycle until a collection; a single release left 80-125 MB
-        of a 2048 x 2048 frame set with the process now and then."""
-        now = time.monotonic()
-        if self._late and now >= self._late[0]:
-            self._late.pop(0)
-            give_back_freed_memory()
-        if self.worker is None or now - self._last_watched < RELEASE_AFTER or self.watched():
+        if self.worker is None or time.monotonic() - self._last_watched < RELEASE_AFTER or self.watched():
             return
         self._stop_worker()
         self.release()
-        self._late = [now + delay for delay in LATE_RELEASES]
 
     def _stop_worker(self) -> None:
         worker, self.worker = self.worker, None
