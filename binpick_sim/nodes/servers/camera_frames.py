@@ -1,11 +1,9 @@
 """The camera node's frames from a render worker, driven by a thread of their own.
 
-The physics thread only captures the scene's state (well under a millisecond) at each camera tick and hands
-it over (`offer`); the thread sends it to the worker, waits for the frame and has it published (conversion
-included, and the cloud is built in the worker), so neither a slow renderer nor a large frame stops the
-physics. A state captured while a frame is being drawn waits, replaced by each newer one, and is drawn as
-soon as that frame is out: the worker never waits for the next camera tick, and a frame shows the state of
-the last tick before its drawing began. The thread also keeps the worker alive: one that died (killed, crashed) is started
+The physics thread only captures the scene's state (well under a millisecond) and hands it over when the
+thread is idle (`offer`); the thread sends it to the worker, waits for the frame and has it published
+(conversion included, and the cloud is built in the worker), so neither a slow renderer nor a large frame
+stops the physics. The thread also keeps the worker alive: one that died (killed, crashed) is started
 again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a frame between
 them the thread gives up (`failed`) and the node renders in place, as it did before workers existed.
 When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory its
@@ -34,22 +32,22 @@ class FrameThread:
         self.errors = 0  # frames the worker could not draw
         self.failed = False  # gave up on workers: the node renders in place
         self._in_a_row = 0
-        self._state: SceneState | None = None  # the next frame's, not taken yet
-        self._lock = threading.Lock()  # between the physics thread's offer and this thread's take
+        self._state: SceneState | None = None
         self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
         self._stopping = False
         self._last_watched = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"{name}_frames", daemon=True)
         self._thread.start()
 
     def offer(self, capture: Callable[[], SceneState]) -> bool:
-        """Physics thread: capture the state now and have it drawn next, in place of one not taken yet."""
+        """Physics thread: if no frame is under way, capture the state and have it drawn; else nothing."""
         self._last_watched = time.monotonic()
-        if self.failed:
+        if self.failed or not self._idle.is_set():
             return False
-        state = capture()
-        with self._lock:
-            self._state = state
+        self._idle.clear()
+        self._state = capture()
         self._wake.set()
         return True
 
@@ -67,16 +65,14 @@ class FrameThread:
             self._wake.clear()
             if self._stopping:
                 break
-            with self._lock:
-                state, self._state = self._state, None
-            if state is None:
-                continue
             try:
-                self._draw(state)
+                self._draw(self._state)
             except Exception as exc:  # a broken publisher must not end the camera for good
                 self.logger.error(f"camera frame not published: {type(exc).__name__}: {exc}",
                                   throttle_duration_sec=5.0)
-            del state
+            finally:
+                self._state = None
+                self._idle.set()
 
     def _draw(self, state: SceneState) -> None:
         if self.worker is None:
