@@ -24,6 +24,7 @@ help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
 	@echo "make demo-two-arms - the same with two arms (config/scene_two_arms.yaml): one picks, the other moves"
 	@echo "make test   - set up .venv if needed and run the test suite"
+	@echo "make test-scale - the at-scale tests (100 episodes on 1 and 2 Ray workers, a two-node cluster losing a node)"
 	@echo "make test-colcon - the ROS user's path: colcon build + colcon test of the tests that start the installed executables"
 	@echo "make docs   - the manual (doc/*.md) as HTML in build/docs/index.html; fails on any Sphinx warning"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
