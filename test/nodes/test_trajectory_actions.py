@@ -284,25 +284,16 @@ def test_the_gripper_squeezes_with_at_most_max_effort_and_reports_a_stall(client
 
 
 def test_a_new_gripper_goal_cancels_the_running_one(client, stack):
-    """The first goal closes on a block and, with a long stall timeout, would wait: the second ends it. The
-    world at real time meanwhile: free-running, the longest stall timeout (60 sim s) passed in about 4 wall
-    seconds, less than a loaded machine once took to send the second goal (the first then ended as a stall).
-    (Not the `paced` fixture: a second stack in this process would serve the same action names.)"""
+    """The first goal closes on a block and, with a long stall timeout, would wait: the second ends it."""
     _, GripperCommand, GripperTarget = control_msgs()
     send(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.04)))
     grasp_block(stack)
     stack.arm_nodes[0].set_parameters(parameters(**{"gripper.stall_timeout": 60.0}))
-    stack.world.set_parameters(parameters(realtime_factor=1.0))
-    try:
-        first = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.0)))
-        second = start(client, GripperCommand, GRIPPER_ACTION,
-                       GripperCommand.Goal(command=GripperTarget(position=0.035)))
-        assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
-        status, result = finish(client, second)
-        assert status == GoalStatus.STATUS_SUCCEEDED and result.reached_goal
-    finally:
-        stack.world.set_parameters(parameters(realtime_factor=0.0))
-        stack.arm_nodes[0].set_parameters(parameters(**{"gripper.stall_timeout": 1.0}))
+    first = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.0)))
+    second = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.035)))
+    assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
+    status, result = finish(client, second)
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.reached_goal
 
 
 def test_a_gripper_goal_that_is_not_a_number_is_refused(client, stack):
