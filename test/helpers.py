@@ -15,6 +15,16 @@ def parameters(**values):
     return [Parameter(name, value=value) for name, value in values.items()]
 
 
+def rss_mb(pid: int | str = "self") -> float:
+    """Resident MB of a process; 0 for one that has ended (a zombie's status has no VmRSS, a reaped one no file)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            fields = status.read().split("VmRSS:")
+    except FileNotFoundError:
+        return 0.0
+    return int(fields[1].split()[0]) / 1024 if len(fields) > 1 else 0.0
+
+
 def statuses(client):
     """A function returning the newest /diagnostics values of a node, by fully qualified name."""
     from diagnostic_msgs.msg import DiagnosticArray

@@ -19,6 +19,8 @@ from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.process.spawn import SimProcess
 from binpick_sim.paths import default_config
 
+from helpers import rss_mb
+
 GOOD = [0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03]
 
 
@@ -179,11 +181,6 @@ def test_sigterm_while_rendering_stops_within_two_seconds(ros_context, tmp_path)
         elapsed = time.monotonic() - start
         sim.stop()
     assert code == 0 and elapsed < 2.0, (tmp_path / "sim.log").read_text()
-
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as status:
-        return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
 
 
 @pytest.mark.slow

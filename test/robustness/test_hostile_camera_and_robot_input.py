@@ -14,17 +14,7 @@ from std_msgs.msg import Float64MultiArray, Int64MultiArray
 
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
-from helpers import parameters, statuses
-
-
-def rss_mb(pid: int) -> float:
-    """Resident MB; 0 for a process that has ended (a zombie's status has no VmRSS, a reaped one no file)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            fields = status.read().split("VmRSS:")
-    except FileNotFoundError:
-        return 0.0
-    return int(fields[1].split()[0]) / 1024 if len(fields) > 1 else 0.0
+from helpers import parameters, rss_mb, statuses
 
 
 def memory_lines(pid: int) -> str:

@@ -169,13 +169,17 @@ class CameraNode(Node):
         if getattr(self, "rgb_publisher", None) is not None:
             for publisher in self._frame_publishers():
                 self.destroy_publisher(publisher)
-        made = {"event_callbacks": PublisherEventCallbacks(use_default_callbacks=False)}  # see the docstring
-        self.rgb_publisher = self.create_publisher(Image, prefix + "/image_raw", 5, **made)
-        self.rgb_info_publisher = self.create_publisher(CameraInfo, prefix + "/camera_info", 5, **made)
-        self.depth_publisher = self.create_publisher(Image, prefix + "/depth/image_raw", 5, **made)
-        self.depth_info_publisher = self.create_publisher(CameraInfo, prefix + "/depth/camera_info", 5, **made)
-        self.points_publisher = self.create_publisher(PointCloud2, prefix + "/points", 5, **made)
-        self.segmentation_publisher = self.create_publisher(Image, prefix + "/segmentation/image_raw", 5, **made)
+        events = PublisherEventCallbacks(use_default_callbacks=False)  # no handlers: see the docstring
+
+        def make(kind, topic):
+            return self.create_publisher(kind, prefix + topic, 5, event_callbacks=events)
+
+        self.rgb_publisher = make(Image, "/image_raw")
+        self.rgb_info_publisher = make(CameraInfo, "/camera_info")
+        self.depth_publisher = make(Image, "/depth/image_raw")
+        self.depth_info_publisher = make(CameraInfo, "/depth/camera_info")
+        self.points_publisher = make(PointCloud2, "/points")
+        self.segmentation_publisher = make(Image, "/segmentation/image_raw")
 
     def _frame_publishers(self):
         return (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
