@@ -17,7 +17,7 @@ from std_msgs.msg import Float64MultiArray
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.process.spawn import SimProcess
 
-from helpers import parameters, rss_mb, statuses
+from helpers import parameters, statuses
 
 HUGE = 1e308
 
@@ -545,15 +545,19 @@ RESET_MEMORY = textwrap.dedent("""
     from binpick_sim.paths import default_config
     from binpick_sim.cell.sim import BinPickingSim
 
+    def rss():
+        with open("/proc/self/status") as status:
+            return int(status.read().split("VmRSS:")[1].split()[0]) / 1024
+
     # First PyBullet alone (before anything is freed that later loads could reuse): loadURDF / removeBody
     urdf = pybullet_data.getDataPath() + "/random_urdfs/851/851.urdf"
     client = pybullet.connect(pybullet.DIRECT)
     for _ in range(50):
         pybullet.removeBody(pybullet.loadURDF(urdf, globalScaling=0.2))
-    before = rss_mb()
+    before = rss()
     for _ in range(400):
         pybullet.removeBody(pybullet.loadURDF(urdf, globalScaling=0.2))
-    alone = (rss_mb() - before) / 400
+    alone = (rss() - before) / 400
     # then the cell's resets, which remove and load every object
     resets = int(sys.argv[1])
     sim = BinPickingSim(load_config(default_config()))
@@ -561,12 +565,12 @@ RESET_MEMORY = textwrap.dedent("""
     for i in range(5):  # warm up: caches, the allocator's first arenas
         sim.reset(seed=i, keep_object_type=True)
     gc.collect()
-    before, loads = rss_mb(), 0
+    before, loads = rss(), 0
     for i in range(resets):
         loads += len(sim.scene.objects)
         sim.reset(seed=100 + i, keep_object_type=True)
     gc.collect()
-    print((rss_mb() - before) / loads, alone, loads)
+    print((rss() - before) / loads, alone, loads)
 """)
 
 
