@@ -6,6 +6,8 @@ backends beside a bare step block plus one render at the observation's size; and
 factor with the camera watched, rendered by the worker process or on the physics thread."""
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import time
 
@@ -15,9 +17,9 @@ from sensor_msgs.msg import Image
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 
-from .camera_in_process import (RENDERER_SIZES, frames_per_second, image_env_figure, raw_call, renderer_figures,
-                                renderers)
-from .figures import Figure
+from .camera_in_process import (RENDERER_SIZES, frames_per_second, image_env_figure, image_env_own_figure, raw_call,
+                                renderer_figures, renderers)
+from .figures import Figure, machine
 from .direct import direct_sim
 from .session import sim_and_client
 
@@ -88,9 +90,9 @@ def published_frames_per_second(width: int, height: int, seconds: float = SECOND
         return rates
 
 
-def measure() -> list[Figure]:
+def measure(available: list[str] | None = None) -> list[Figure]:
     figures = []
-    available = renderers()
+    available = available or renderers()
     for renderer in available:
         for width, height in PUBLISHED_SIZES:
             raw, conversion_ms = raw_frames_per_second(width, height, renderer=renderer)
@@ -107,6 +109,7 @@ def measure() -> list[Figure]:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:
         figures += [image_env_figure(renderer, backend) for backend in ("direct", "ros")]
+        figures.append(image_env_own_figure(renderer))
     for renderer in available:
         for render_process, where in ((True, "render worker"), (False, "rendered on the physics thread")):
             factor, rate = realtime_factor(renderer, render_process)
@@ -117,6 +120,22 @@ def measure() -> list[Figure]:
     return figures
 
 
+def main(argv: list[str] | None = None) -> None:
+    """`python -m bench.camera [--renderers egl] [--json FILE]`: the whole group, for one renderer where asked
+    (a GPU machine's NVIDIA EGL, without the CPU's tiny rows)."""
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--renderers", default="", help="comma-separated (default: tiny, and egl where it loads)")
+    parser.add_argument("--json", help="also write the figures and the machine here")
+    args = parser.parse_args(argv)
+    from .run import table
+
+    chosen = args.renderers.split(",") if args.renderers else None
+    figures = measure(chosen)
+    print(table(figures), flush=True)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": machine(), "figures": [f.as_dict() for f in figures]}, out, indent=1)
+
+
 if __name__ == "__main__":
-    for figure in measure():
-        print(figure.as_dict())
+    main()

@@ -109,6 +109,43 @@ def image_env_figure(renderer: str, backend: str = "direct") -> Figure:
                   raw_env_steps_per_second(renderer), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view")
 
 
+IMAGE_ROUNDS, IMAGE_TURN = 5, 12  # the own-reference image env figure: rounds of env steps (a ratio each)
+
+
+def image_env_own_figure(renderer: str) -> Figure:
+    """FrankaDelta-v0 direct with image observations beside its own stepping and its own getCameraImage
+    calls, timed inside the same env steps (wall time: a renderer's threads or a GPU do part of the work).
+    The bare reference of image_env_figure steps a resting arm; here the raw is the same physics steps
+    (the random motions, their contacts) and the same renders made directly on PyBullet, so what the
+    ratio leaves out is the env's own work alone (issue 33's definition, for an image env)."""
+    timed = image_env_timed(renderer, IMAGE_ROUNDS, IMAGE_TURN)
+    return Figure("camera", f"FrankaDelta-v0 direct, image 64x64, {renderer}, against its own stepping and renders",
+                  timed.rate, "steps/s", timed.physics_render_rate,
+                  "raw: the env's own stepSimulation and getCameraImage calls, timed in the same steps",
+                  ratios=timed.per_round("rate", None, "physics_render_rate"))
+
+
+def image_env_timed(renderer: str, rounds: int, turn: int):
+    """A like_for_like.Timed of FrankaDelta-v0 direct, image observations, after `rounds` of `turn` steps."""
+    import gymnasium as gym
+
+    import binpick_sim.envs  # noqa: F401  (registers the ids)
+
+    from .like_for_like import Timed
+
+    env = gym.make("binpick_sim/FrankaDelta-v0", backend="direct", observation="image", renderer=renderer)
+    try:
+        env.reset(seed=0)
+        sim = env.unwrapped.backend.sim
+        timed = Timed(env, sim.world, lambda n=1: n, render_clients=(sim.world.client,), clock=time.perf_counter)
+        for _ in range(rounds):
+            timed.run(turn)
+            timed.end_round()
+        return timed
+    finally:
+        env.close()
+
+
 def stage_times(renderer: str, width: int, height: int, frames: int = 40) -> dict[str, float]:
     """Median ms per frame of Camera.render's stages, taking turns: getCameraImage (no mask), RGBA to RGB by
     numpy's strided copy and by rgb_of (what render uses at this size), and depth to metres."""
@@ -157,6 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     for width, height in sizes:
         figures += renderer_figures(chosen, width, height)
     figures += [image_env_figure(renderer) for renderer in chosen]
+    figures += [image_env_own_figure(renderer) for renderer in chosen]
     print(table(figures), flush=True)
     if args.stages:
         for renderer in chosen:

@@ -86,12 +86,16 @@ class Timed:
     substeps: object  # stepper's `step` arguments -> physics steps it makes
     ik_clients: tuple = ()  # those whose calculateInverseKinematics is timed (ours: the world's and the IK copy's)
     seed: int = 0
+    # those whose getCameraImage is timed (an image env's own renders: bench.camera_in_process)
+    render_clients: tuple = ()
+    clock: object = clock  # CPU time; wall time where a renderer's threads or a GPU do part of the work
     steps: int = 0
     step_time: float = 0.0
     physics_time: float = 0.0
     physics_calls: int = 0
     ik_time: float = 0.0
-    # (steps, step_time, physics_time, physics_calls, ik_time) at the end of each round (see end_round)
+    render_time: float = 0.0
+    # (steps, step_time, physics_time, physics_calls, ik_time, render_time) at the end of each round (end_round)
     marks: list = None
 
     def __post_init__(self):
@@ -100,23 +104,25 @@ class Timed:
         step = self.stepper.step
 
         def timed_step(*args, **kwargs):
-            start = clock()
+            start = self.clock()
             try:
                 return step(*args, **kwargs)
             finally:
-                self.physics_time += clock() - start
+                self.physics_time += self.clock() - start
                 self.physics_calls += self.substeps(*args, **kwargs)
 
         self.stepper.step = timed_step  # both envs look it up on every call
         for client in self.ik_clients:
-            client.calculateInverseKinematics = self._timed_ik(client.calculateInverseKinematics)
+            client.calculateInverseKinematics = self._timed(client.calculateInverseKinematics, "ik_time")
+        for client in self.render_clients:
+            client.getCameraImage = self._timed(client.getCameraImage, "render_time")
         self.run(1)  # warm up
         self.steps = self.physics_calls = 0
-        self.step_time = self.physics_time = self.ik_time = 0.0
+        self.step_time = self.physics_time = self.ik_time = self.render_time = 0.0
         self.marks = [self._totals()]
 
     def _totals(self) -> tuple:
-        return self.steps, self.step_time, self.physics_time, self.physics_calls, self.ik_time
+        return self.steps, self.step_time, self.physics_time, self.physics_calls, self.ik_time, self.render_time
 
     def end_round(self) -> None:
         """Close a round: its figures are what happened since the previous one (`rounds`)."""
@@ -126,10 +132,10 @@ class Timed:
         """Each round's figures, as a Timed of that round's steps alone (read its properties)."""
         out = []
         for before, after in zip(self.marks, self.marks[1:]):
-            steps, step_time, physics_time, calls, ik_time = (b - a for a, b in zip(before, after))
+            steps, step_time, physics_time, calls, ik_time, render_time = (b - a for a, b in zip(before, after))
             out.append(Timed.__new__(Timed))
             out[-1].__dict__.update(steps=steps, step_time=step_time, physics_time=physics_time,
-                                    physics_calls=calls, ik_time=ik_time)
+                                    physics_calls=calls, ik_time=ik_time, render_time=render_time)
         return out
 
     def per_round(self, figure: str, reference: "Timed | None" = None, reference_figure: str | None = None) -> list:
@@ -140,27 +146,29 @@ class Timed:
         return per_round([getattr(r, figure) for r in self.rounds()],
                          [getattr(r, reference_figure or figure) for r in reference.rounds()])
 
-    def _timed_ik(self, ik):
-        def timed_ik(*args, **kwargs):
-            start = clock()
+    def _timed(self, call, total: str):
+        """`call` with its time added to the attribute `total` (ik_time, render_time)."""
+        def timed(*args, **kwargs):
+            start = self.clock()
             try:
-                return ik(*args, **kwargs)
+                return call(*args, **kwargs)
             finally:
-                self.ik_time += clock() - start
+                setattr(self, total, getattr(self, total) + self.clock() - start)
 
-        return timed_ik
+        return timed
 
     def run(self, steps: int) -> None:
         for _ in range(steps):
             action = self.env.action_space.sample()
-            start = clock()
+            start = self.clock()
             _, _, terminated, truncated, _ = self.env.step(action)
-            self.step_time += clock() - start
+            self.step_time += self.clock() - start
             self.steps += 1
             if terminated or truncated:
-                physics = self.physics_time, self.physics_calls, self.ik_time
+                timed = self.physics_time, self.physics_calls, self.ik_time, self.render_time
                 self.env.reset()
-                self.physics_time, self.physics_calls, self.ik_time = physics  # resets' settling is not stepping
+                # resets' settling is not stepping, nor their first observation an env step's render
+                self.physics_time, self.physics_calls, self.ik_time, self.render_time = timed
 
     @property
     def rate(self) -> float:
@@ -180,6 +188,12 @@ class Timed:
         """Env steps/s if the env did nothing but its stepping and its IK calls: the raw stepping as issue
         33 defines it (the same physics steps, the same IK calls made directly on PyBullet)."""
         return self.steps / (self.physics_time + self.ik_time)
+
+    @property
+    def physics_render_rate(self) -> float:
+        """Env steps/s if the env did nothing but its stepping and its getCameraImage calls (an image env's raw
+        reference: the same physics steps and the same renders made directly on PyBullet)."""
+        return self.steps / (self.physics_time + self.render_time)
 
     @property
     def own_us(self) -> float:

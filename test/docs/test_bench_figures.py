@@ -48,16 +48,31 @@ def test_the_floor_rows_give_the_gap_and_the_share_of_it_the_floor_is():
 def test_like_for_like_rounds_are_the_steps_between_two_marks():
     from bench.like_for_like import Timed
 
-    def made(marks):  # (steps, step_time, physics_time, physics_calls, ik_time) after each round
+    def made(marks):  # (steps, step_time, physics_time, physics_calls, ik_time, render_time) after each round
         run = Timed.__new__(Timed)
-        run.marks = [(0, 0.0, 0.0, 0, 0.0), *marks]
+        run.marks = [(0, 0.0, 0.0, 0, 0.0, 0.0), *marks]
         return run
 
-    env = made([(10, 0.010, 0.009, 200, 0.0005), (20, 0.030, 0.018, 400, 0.001)])
-    peer = made([(10, 0.020, 0.015, 200, 0.001), (20, 0.040, 0.030, 400, 0.002)])
+    env = made([(10, 0.010, 0.009, 200, 0.0005, 0.0), (20, 0.030, 0.018, 400, 0.001, 0.0)])
+    peer = made([(10, 0.020, 0.015, 200, 0.001, 0.0), (20, 0.040, 0.030, 400, 0.002, 0.0)])
     first, second = env.rounds()
     assert (first.steps, second.steps) == (10, 10)
     assert second.rate == pytest.approx(10 / 0.020) and second.physics_rate == pytest.approx(10 / 0.009)
     assert env.per_round("rate", None, "physics_rate") == pytest.approx([0.9, 0.45])
     assert env.per_round("rate", peer) == pytest.approx([2.0, 1.0])
     assert env.per_round("rate", None, "physics_ik_rate") == pytest.approx([0.95, 0.475])
+    # an image env's raw: its stepping and its renders (the second round renders 0.002 s of its 0.020 s)
+    images = made([(10, 0.010, 0.006, 200, 0.0, 0.003), (20, 0.030, 0.015, 400, 0.0, 0.005)])
+    assert images.per_round("rate", None, "physics_render_rate") == pytest.approx([0.9, 0.55])
+
+
+def test_an_image_env_is_timed_inside_its_own_steps():
+    """The image env's raw reference is read from the env's own stepping and getCameraImage calls: both
+    took time, within the env steps' time."""
+    from bench.camera_in_process import image_env_timed
+
+    timed = image_env_timed("tiny", rounds=2, turn=3)
+    assert timed.steps == 6 and len(timed.rounds()) == 2
+    assert timed.physics_time > 0 and timed.render_time > 0
+    assert timed.physics_time + timed.render_time < timed.step_time
+    assert all(0 < ratio < 1 for ratio in timed.per_round("rate", None, "physics_render_rate"))
