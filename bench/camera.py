@@ -92,14 +92,15 @@ def published_frames_per_second(width: int, height: int, seconds: float = SECOND
         return rates
 
 
-def measure(available: list[str] | None = None, realtime_factor: float = 1.0) -> list[Figure]:
+def measure(available: list[str] | None = None, world_factor: float = 1.0) -> list[Figure]:
+    """`world_factor`: the world's realtime_factor for the published rows (published_frames_per_second)."""
     figures = []
     available = available or renderers()
-    world = "" if realtime_factor == 1.0 else f" (world at realtime_factor {realtime_factor:g})"
+    world = "" if world_factor == 1.0 else f" (world at realtime_factor {world_factor:g})"
     for renderer in available:
         for width, height in PUBLISHED_SIZES:
             raw, conversion_ms = raw_frames_per_second(width, height, renderer=renderer)
-            published = published_frames_per_second(width, height, renderer=renderer, realtime_factor=realtime_factor)
+            published = published_frames_per_second(width, height, renderer=renderer, realtime_factor=world_factor)
             figures += [Figure("camera", f"{renderer} {width}x{height} rgb + depth published{world}", published[False],
                                "frames/s", raw[False], f"raw: getCameraImage alone, {renderer}"),
                         Figure("camera", f"{renderer} {width}x{height} rgb + depth + segmentation published{world}",
