@@ -9,7 +9,7 @@ the first line the raw getCameraImage call (with the mask: the segmented frame's
 
 - **getCameraImage**: PyBullet's call (with the segmentation mask: flags 0), as Camera.render makes it;
 - **view matrix**: the camera's pose (a mounted camera asks PyBullet for its link) and computeViewMatrix;
-- **rgba to rgb**: the one copy from PyBullet's RGBA array into the rgb image;
+- **rgba to rgb**: the one copy from PyBullet's RGBA array into the rgb image (camera.rgb_of, as Camera.render);
 - **depth to metres**: Camera.linearize (float64, in place; numpy);
 - **labels**: body ids to world/objects marker ids (cell/vision/labels.py: one table lookup, numpy);
 - **cloud**: camera.organised_cloud (back_project and pack_cloud written once into the cloud; numpy), only
@@ -45,7 +45,7 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
     from rclpy.context import Context
     from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-    from binpick_sim.cell.vision.camera import organised_cloud
+    from binpick_sim.cell.vision.camera import organised_cloud, rgb_of
     from binpick_sim.cell.vision.labels import label_image
     from binpick_sim.cell.render_worker import RenderedFrame, receive_frame, send_frame
     from binpick_sim.nodes.common import convert
@@ -84,7 +84,7 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
         _, _, rgba, buffer, seg = c.getCameraImage(width, height, view, camera.projection, renderer=camera.renderer,
                                                    flags=0)
         t2 = time.perf_counter()
-        rgb = np.ascontiguousarray(np.asarray(rgba).reshape(height, width, 4)[:, :, :3])
+        rgb = rgb_of(np.asarray(rgba).reshape(height, width, 4))  # as Camera.render: OpenCV from 320x240
         t3 = time.perf_counter()
         depth = camera.linearize(np.asarray(buffer, dtype=np.float32).reshape(height, width))
         t4 = time.perf_counter()
