@@ -169,6 +169,7 @@ class RosBackend:
 
     _count = itertools.count()
     TIMEOUT = TIMEOUT
+    RESEND = 5.0  # s: a parameter request without a reply goes out again (_set_node_parameters)
 
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
                  sim_parameters: dict | None = None, privileged: bool = False, segmentation: bool = False):
@@ -238,7 +239,7 @@ class RosBackend:
         parameters = [Parameter("keep_object_type", value=bool(keep_object_type))]
         if seed is not None:
             parameters.append(Parameter("seed", value=int(seed)))
-        self._set_world_parameters(parameters)
+        self._set_node_parameters("world", parameters)
         if getattr(self, "camera_changed", False):  # changed at run time: the scene file's camera again
             try:
                 self.set_camera(self.configured_camera)
@@ -311,26 +312,27 @@ class RosBackend:
         self.camera_changed = changes != self.configured_camera
 
     def _set_node_parameters(self, node: str, parameters) -> None:
+        """Set `parameters` on `node` of the sim (ValueError naming what it refused). The request goes out again
+        every RESEND seconds until a reply comes (or TIMEOUT): one sent as the service has just been discovered
+        can be lost for good, when the server has not yet matched the reader of our reply (Fast DDS then drops
+        the reply; seen once in CI as a reset that waited 120 s). Setting the same values twice is harmless."""
         from rclpy.parameter_client import AsyncParameterClient
 
         client = AsyncParameterClient(self.client.node, node)
         self.client.spin_until(client.services_are_ready, self.TIMEOUT, f"the {node}'s parameter services")
-        future = client.set_parameters(parameters)
-        self.client.spin_until(future.done, self.TIMEOUT, f"the {node}'s parameters")
+        deadline = time.monotonic() + self.TIMEOUT
+        while True:
+            future = client.set_parameters(parameters)
+            left = deadline - time.monotonic()
+            try:
+                self.client.spin_until(future.done, min(self.RESEND, max(left, 0.0)), f"the {node}'s parameters")
+                break
+            except TimeoutError:
+                if left <= self.RESEND:
+                    raise TimeoutError(f"waited {self.TIMEOUT:.0f} s for the {node}'s parameters") from None
         failed = [r.reason for r in future.result().results if not r.successful]
         if failed:
             raise ValueError(f"{node} refused the parameters: {'; '.join(failed)}")
-
-    def _set_world_parameters(self, parameters) -> None:
-        from rclpy.parameter_client import AsyncParameterClient
-
-        client = AsyncParameterClient(self.client.node, "world")
-        self.client.spin_until(client.services_are_ready, self.TIMEOUT, "the world's parameter services")
-        future = client.set_parameters(parameters)
-        self.client.spin_until(future.done, self.TIMEOUT, "the world's parameters")
-        failed = [r.reason for r in future.result().results if not r.successful]
-        if failed:
-            raise ValueError(f"world refused the parameters: {'; '.join(failed)}")
 
     def close(self) -> None:
         import rclpy
