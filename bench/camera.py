@@ -125,8 +125,9 @@ def measure(available: list[str] | None = None, world_factor: float = 1.0) -> li
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m bench.camera [--renderers egl] [--json FILE]`: the whole group, for one renderer where asked
-    (a GPU machine's NVIDIA EGL, without the CPU's tiny rows)."""
+    """The camera group alone, for one renderer where asked (a GPU machine's NVIDIA EGL, without tiny's rows).
+
+    python -m bench.camera [--renderers egl] [--realtime-factor 0] [--json FILE]"""
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("--renderers", default="", help="comma-separated (default: tiny, and egl where it loads)")
     parser.add_argument("--realtime-factor", type=float, default=1.0,
