@@ -135,8 +135,7 @@ def image_env_timed(renderer: str, rounds: int, turn: int):
 
     env = gym.make("binpick_sim/FrankaDelta-v0", backend="direct", observation="image", renderer=renderer)
     try:
-        env.reset(seed=0)
-        sim = env.unwrapped.backend.sim
+        sim = env.unwrapped.backend.sim  # its world and client outlive resets; Timed resets it (seed 0)
         timed = Timed(env, sim.world, lambda n=1: n, render_clients=(sim.world.client,), clock=time.perf_counter)
         for _ in range(rounds):
             timed.run(turn)

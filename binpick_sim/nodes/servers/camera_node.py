@@ -206,8 +206,9 @@ class CameraNode(Node):
 
     def publish_frame(self) -> None:
         """Physics thread, at the camera's rate (or once per lock-step request). With a render worker: hand
-        the current state to the frame thread if it is idle (it renders, converts and publishes off this
-        thread); otherwise (or in lock-step, where each observation must carry its own frame) render here."""
+        the current state to the frame thread unless one captured earlier still waits there (it renders,
+        converts and publishes off this thread); otherwise (or in lock-step, where each observation must carry
+        its own frame) render here."""
         if self._renew:  # here, not in the frame thread: this thread asks the publishers for subscribers
             self._renew = False
             if not self.watched():
