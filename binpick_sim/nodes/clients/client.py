@@ -36,8 +36,12 @@ TOPICS = {
 
 class SimClient:
     def __init__(self, name: str = "binpick_client", namespace: str = "", context: Context | None = None,
-                 topics: dict | None = None, executor=SingleThreadedExecutor):
-        """`executor`: the executor class (or factory taking `context=`) that serves this client's node."""
+                 topics: dict | None = None, executor=SingleThreadedExecutor, depth: int = 1):
+        """`executor`: the executor class (or factory taking `context=`) that serves this client's node.
+        `depth`: each subscription's history. 1 keeps only the newest message (what a client that reads
+        `latest` wants); a message that arrives before the one before it was taken replaces it, so
+        `counts` then counts what this client took, not what was published. To count every frame the
+        camera publishes, take the publishers' depth (camera_node.FRAME_DEPTH)."""
         self.context = context
         self.node = rclpy.create_node(name, namespace=namespace, context=context)
         self.executor = executor(context=context)
@@ -45,8 +49,9 @@ class SimClient:
         self.executor.add_node(self.node)
         self.latest: dict[str, object] = {}
         self.counts: dict[str, int] = {}
-        self.subscriptions = {topic: self.node.create_subscription(msg_type, topic, self._keeper(topic), 1)
-                              for topic, msg_type in (topics or TOPICS).items()}  # depth 1: the newest matters
+        self.history = depth  # (not `depth`: that is the method reading the depth image)
+        self.subscriptions = {topic: self.node.create_subscription(msg_type, topic, self._keeper(topic), depth)
+                              for topic, msg_type in (topics or TOPICS).items()}
         self.publishers = {name: self.node.create_publisher(Float64MultiArray, f"arm/{name}_commands", 10)
                            for name in ("position", "velocity", "delta")}
         self.bridge = CvBridge()
@@ -55,7 +60,8 @@ class SimClient:
         """Subscribe to one more topic (kept and counted as the constructor's), e.g. to start the camera's
         segmentation, which is rendered only while watched."""
         if topic not in self.subscriptions:
-            self.subscriptions[topic] = self.node.create_subscription(msg_type, topic, self._keeper(topic), 1)
+            self.subscriptions[topic] = self.node.create_subscription(msg_type, topic, self._keeper(topic),
+                                                                      self.history)
 
     def _keeper(self, topic: str) -> Callable:
         def keep(msg) -> None:

@@ -20,9 +20,11 @@ from ...cell.sim import BinPickingSim
 from ..common import convert
 from ..common import dds
 from ..common.diagnostics import NodeDiagnostics
-from ..common.memory import give_back_freed_memory
+from ...cell.heap import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
 from ..common.params import MAX_RATE, MIN_RATE, declare, group
 from .camera_frames import FrameThread
+
+FRAME_DEPTH = 5  # the frame topics' history: a subscriber with the same depth loses no frame it is slow to take
 
 
 class CameraNode(Node):
@@ -172,7 +174,7 @@ class CameraNode(Node):
         events = PublisherEventCallbacks(use_default_callbacks=False)  # no handlers: see the docstring
 
         def make(kind, topic):
-            return self.create_publisher(kind, prefix + topic, 5, event_callbacks=events)
+            return self.create_publisher(kind, prefix + topic, FRAME_DEPTH, event_callbacks=events)
 
         self.rgb_publisher = make(Image, "/image_raw")
         self.rgb_info_publisher = make(CameraInfo, "/camera_info")
@@ -233,6 +235,8 @@ class CameraNode(Node):
         return RenderWorker(self.sim.config, self.sim.world.renderer.name)
 
     def _publish_rendered(self, done: RenderedFrame) -> None:
+        if done.rgb.shape[0] * done.rgb.shape[1] >= KEEP_FROM:
+            keep_frame_buffers()  # the frame's arrays and messages, received and built anew each frame (heap.py)
         self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k, done.cloud)
 
     def _release_memory(self) -> None:
