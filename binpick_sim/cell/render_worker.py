@@ -154,39 +154,50 @@ class RenderWorker:
         finally:
             theirs.close()
         self.connection.send(data)  # the first message: the scene the worker builds
-        self.busy = False
+        self.pending = 0  # requests sent whose reply has not been taken; the worker serves them in order
 
     @property
     def pid(self) -> int | None:
         return self.process.pid
 
+    @property
+    def busy(self) -> bool:
+        """Whether a request has not been answered yet."""
+        return self.pending > 0
+
+    def fileno(self) -> int:
+        """The socket a reply arrives on, for `multiprocessing.connection.wait` (or select)."""
+        return self.connection.fileno()
+
     def request(self, state: SceneState | VisibilityRequest) -> None:
-        self.busy = True
+        """Send a request. One may be sent while another is served: it waits in the socket, and the worker
+        starts it the moment the one before is done (the camera's frame thread keeps one ahead)."""
+        self.pending += 1
         try:
             self.connection.send(state)
         except OSError:  # the worker is gone (e.g. it could not start): poll says why, or that it stopped
             pass
 
     def poll(self) -> RenderedFrame | VisibilityAnswer | None:
-        """The finished frame, if the worker has one; WorkerGone if the worker has ended, FrameFailed (both
-        RuntimeErrors) if it could not draw this one."""
-        if not self.busy or not self.connection.poll():
+        """The oldest request's finished frame, if the worker has one; WorkerGone if the worker has ended,
+        FrameFailed (both RuntimeErrors) if it could not draw this one."""
+        if not self.pending or not self.connection.poll():
             return None
         try:
             reply = self.connection.recv()
             if isinstance(reply, OutOfBand):
                 reply = receive_frame(self.sock, reply)
         except (EOFError, OSError):
-            self.busy = False
+            self.pending = 0
             raise WorkerGone(f"the render worker stopped (pid {self.pid}, {_ending(self.process)})") from None
-        self.busy = False
+        self.pending -= 1
         if isinstance(reply, BaseException):
             raise FrameFailed(f"the render worker failed: {reply}")
         return reply
 
     def wait(self, timeout: float) -> RenderedFrame | VisibilityAnswer | None:
-        """Block until the frame asked for is done (or `timeout` seconds pass)."""
-        if self.busy and self.connection.poll(timeout):
+        """Block until the oldest request's frame is done (or `timeout` seconds pass)."""
+        if self.pending and self.connection.poll(timeout):
             return self.poll()
         return None
 
@@ -194,7 +205,7 @@ class RenderWorker:
         """Stop the worker. One that is drawing a frame would hear the stop only once the frame is done
         (seconds for a large TinyRenderer frame on a busy machine), and shutdown must not wait for a
         picture nobody will see: it is killed at once; an idle one stops when told."""
-        if not self.busy:
+        if not self.pending:
             try:
                 self.connection.send(None)
             except (BrokenPipeError, OSError):

@@ -1,13 +1,18 @@
 """The camera node's frame thread (nodes/servers/camera_frames.py) with a stand-in worker: which captured state is
-drawn, when the worker is asked for it, and that drawing overlaps publishing. No ROS, no renderer."""
+drawn, when the worker is asked for it, that the worker is kept one state ahead (no idle gap between frames)
+and that drawing overlaps publishing. No ROS, no renderer."""
+import os
+import select
 import threading
 import time
+from collections import deque
 
 import pytest
 
-from binpick_sim.nodes.servers.camera_frames import FrameThread
+from binpick_sim.nodes.servers.camera_frames import AHEAD, FrameThread
 
 DRAW = 0.2  # seconds the stand-in worker takes per frame
+HOP = 0.05  # seconds from a frame drawn to the frame thread having it (the trip back, the thread waking)
 
 
 class Logger:
@@ -19,30 +24,53 @@ class Logger:
 
 
 class StandInWorker:
-    """request / wait as RenderWorker has them: one frame at a time (a second request while one is drawn is a
-    protocol error), done DRAW seconds after it was asked for; the "frame" is the state it shows."""
+    """request / poll / wait / pending / fileno as RenderWorker has them: requests are served in order, one at a time,
+    each drawn DRAW seconds from when it was asked for or the one before was done, whichever is later; a
+    frame can be polled HOP seconds after it was drawn (its fileno is readable then). The "frame" is the state
+    it shows."""
 
     pid = 0
 
     def __init__(self):
         self.asked: list[tuple[object, float]] = []
-        self.overlapping_requests = 0
-        self._due = None
+        self.started: list[float] = []  # when each request's drawing began
+        self.pending = 0
+        self.most_pending = 0
+        self._frames: deque = deque()  # (when it can be polled, state)
+        self._free_at = 0.0
+        self._reader, self._writer = os.pipe()
 
     def request(self, state):
-        if self._due is not None:
-            self.overlapping_requests += 1
-        self.asked.append((state, time.monotonic()))
-        self._due = time.monotonic() + DRAW
+        now = time.monotonic()
+        self.pending += 1
+        self.most_pending = max(self.most_pending, self.pending)
+        self.asked.append((state, now))
+        start = max(now, self._free_at)
+        self._free_at = start + DRAW
+        self.started.append(start)
+        self._frames.append((self._free_at + HOP, state))
+        threading.Timer(self._free_at + HOP - now, self._ready).start()
+
+    def _ready(self):
+        try:
+            os.write(self._writer, b"x")
+        except OSError:  # closed meanwhile
+            pass
+
+    def fileno(self):
+        return self._reader
+
+    def poll(self):
+        if not self._frames or not select.select([self._reader], [], [], 0)[0]:
+            return None
+        os.read(self._reader, 1)
+        self.pending -= 1
+        return self._frames.popleft()[1]
 
     def wait(self, timeout):
-        if self._due is None:
-            return None
-        time.sleep(max(0.0, min(timeout, self._due - time.monotonic())))
-        if time.monotonic() < self._due:
-            return None
-        self._due = None
-        return self.asked[-1][0]
+        """RenderWorker.wait: block until the oldest request's frame can be polled, or `timeout` passes."""
+        select.select([self._reader], [], [], timeout)
+        return self.poll()
 
     def close(self):
         pass
@@ -81,12 +109,23 @@ def test_the_next_frame_is_drawn_while_the_one_before_is_published(frames):
     assert thread.offer(lambda: "second")  # captured while "first" is drawn
     wait_for(lambda: len(published) == 2)
     assert [state for state, _ in published] == ["first", "second"]
-    # asked for "second" when "first" came back, a whole publish before "first" was out
+    # "second" was asked for a whole publish before "first" was out
     assert published[0][1] - worker.asked[1][1] > DRAW / 2
-    assert worker.overlapping_requests == 0
+    assert worker.most_pending <= AHEAD
 
 
-def test_one_state_waits_at_most_and_nothing_is_captured_meanwhile(frames):
+def test_a_state_captured_while_a_frame_is_drawn_is_started_the_moment_that_frame_is_done(frames):
+    thread, worker, published, _ = frames
+    assert thread.offer(lambda: "first")
+    wait_for(lambda: len(worker.asked) == 1)
+    assert thread.offer(lambda: "second")
+    wait_for(lambda: len(published) == 2)
+    # sent while "first" was drawn, so the worker did not wait for "first" to make its way back (HOP)
+    assert worker.asked[1][1] < worker.started[0] + DRAW
+    assert worker.started[1] - (worker.started[0] + DRAW) < HOP / 2
+
+
+def test_the_worker_holds_ahead_states_at_most_and_nothing_more_is_captured_meanwhile(frames):
     thread, worker, published, _ = frames
     captured = []
 
@@ -96,21 +135,24 @@ def test_one_state_waits_at_most_and_nothing_is_captured_meanwhile(frames):
 
     assert thread.offer(lambda: capture("first"))
     wait_for(lambda: len(worker.asked) == 1)
-    assert thread.offer(lambda: capture("waiting"))
+    assert thread.offer(lambda: capture("queued"))
     assert not thread.offer(lambda: capture("refused")) and not thread.offer(lambda: capture("refused"))
-    wait_for(lambda: len(published) == 2)
-    assert captured == ["first", "waiting"] and [state for state, _ in published] == ["first", "waiting"]
+    wait_for(lambda: len(published) == 1)
+    assert thread.offer(lambda: capture("after the first"))  # the worker holds one again
+    wait_for(lambda: len(published) == 3)
+    assert captured == ["first", "queued", "after the first"]
+    assert [state for state, _ in published] == captured and worker.most_pending == AHEAD
 
 
 def test_offers_from_the_physics_thread_give_frames_back_to_back_in_order(frames):
     thread, worker, published, _ = frames
     thread.publish_seconds[0] = DRAW / 2
-    stop, ticks = threading.Event(), []
+    stop, captured_at = threading.Event(), []
 
     def physics():
         while not stop.is_set():
-            thread.offer(lambda n=len(ticks): n)
-            ticks.append(None)
+            thread.offer(lambda n=len(captured_at): n)
+            captured_at.append(time.monotonic())  # tick n's time (a capture, if the offer took one)
             time.sleep(0.004)
 
     ticker = threading.Thread(target=physics)
@@ -125,7 +167,10 @@ def test_offers_from_the_physics_thread_give_frames_back_to_back_in_order(frames
     gaps = [b[1] - a[1] for a, b in zip(published, published[1:])]
     # one frame per DRAW: publishing (DRAW / 2) hides behind the next frame's drawing
     assert max(gaps) < DRAW + DRAW / 4, gaps
-    assert worker.overlapping_requests == 0
+    assert worker.most_pending <= AHEAD
+    # no frame is drawn more than one frame's drawing after its tick (a deeper queue would make it two)
+    ages = [start - captured_at[state] for (state, _), start in zip(worker.asked, worker.started)]
+    assert max(ages) < DRAW + DRAW / 4, ages
 
 
 def test_a_publisher_that_raises_loses_that_frame_only(frames):
@@ -134,7 +179,7 @@ def test_a_publisher_that_raises_loses_that_frame_only(frames):
     wait_for(lambda: len(worker.asked) == 1)
     assert thread.offer(lambda: "after")  # asked for before "broken" reaches the publisher
     wait_for(lambda: len(published) == 1)
-    assert published[0][0] == "after" and worker.overlapping_requests == 0
+    assert published[0][0] == "after" and worker.most_pending <= AHEAD
     assert any("camera frame not published: RuntimeError: publisher gone" in e for e in logger.errors)
     assert thread.offer(lambda: "later")
     wait_for(lambda: len(published) == 2)

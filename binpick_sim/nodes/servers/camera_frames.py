@@ -2,22 +2,28 @@
 
 The physics thread only captures the scene's state (well under a millisecond) and hands it over (`offer`);
 the thread sends it to the worker, waits for the frame and has it published (conversion included, and the
-cloud is built in the worker), so neither a slow renderer nor a large frame stops the physics. Drawing
-overlaps publishing: one state may be captured while a frame is being drawn (at most one waits; the
-physics thread captures nothing more until it is taken), and the worker is asked for it the moment that
-frame comes back, before the frame is converted and published. A frame shows the state of the tick it was
-captured at and carries that stamp. Measured with NVIDIA's EGL (doc/cameras.md), where a frame is drawn in
-a few milliseconds and publishing it costs as much: 64 x 64 frames published flat out went from 118 to 224
-per second. The thread also keeps the worker alive: one that died (killed, crashed) is started
-again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a frame between
-them the thread gives up (`failed`) and the node renders in place, as it did before workers existed.
-When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory its
-frames took is handed back (`release`); the next subscriber starts a new one.
+cloud is built in the worker), so neither a slow renderer nor a large frame stops the physics. The worker
+is kept one state ahead (AHEAD requests at most): a state captured while a frame is drawn is sent at once
+and waits in the worker's socket, so the worker starts it the moment that frame is done, without waiting
+for this thread to take the frame, wake up in a busy process and ask again (0.4-0.5 ms a frame idle on
+this 2-core machine, about a frame's conversion and hop on a GPU). While the worker holds AHEAD states the
+physics thread captures nothing (at most one more waits here for a moment, until this thread sends it), so
+a frame is never more than one frame's drawing older than its tick: it shows the state of the tick it was
+captured at and carries that stamp. Drawing also overlaps publishing, the next frame being drawn while
+the one before is converted and published. Measured with NVIDIA's EGL (doc/cameras.md), where a frame is
+drawn in a few milliseconds and publishing it costs as much: 64 x 64 frames published flat out went from
+118 to 224 per second with that overlap. The thread also keeps the worker alive: one that died (killed,
+crashed) is started again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a
+frame between them the thread gives up (`failed`) and the node renders in place, as it did before workers
+existed. When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory
+its frames took is handed back (`release`); the next subscriber starts a new one.
 """
 from __future__ import annotations
 
+import socket
 import threading
 import time
+from multiprocessing.connection import wait as wait_for_any
 from typing import Callable
 
 from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
@@ -25,6 +31,7 @@ from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, Scen
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
 POLL = 0.1  # seconds between two looks for a frame, a stop or a dead worker
+AHEAD = 2  # requests the worker may hold: the frame it draws and the next state, waiting in its socket
 
 
 class FrameThread:
@@ -39,29 +46,50 @@ class FrameThread:
         self._in_a_row = 0
         self._waiting: SceneState | None = None  # captured, not yet sent to the worker
         self._lock = threading.Lock()  # between the physics thread's offer and this thread's take
-        self._wake = threading.Event()
+        # The physics thread wakes this one through a socket, so that one wait hears an offer or a frame.
+        self._wake_reader, self._waker = socket.socketpair()
+        self._waker.setblocking(False)
+        self._wake_reader.setblocking(False)
         self._stopping = False
         self._last_watched = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"{name}_frames", daemon=True)
         self._thread.start()
 
     def offer(self, capture: Callable[[], SceneState]) -> bool:
-        """Physics thread: capture the state and have it drawn as soon as the worker is free, unless a state
-        captured earlier still waits (then nothing: it is drawn first, and capturing costs this thread)."""
+        """Physics thread: capture the state and have it drawn as soon as the worker is free, unless the worker
+        holds AHEAD states already or a state captured earlier still waits (then nothing: those are drawn
+        first, and capturing costs this thread)."""
         self._last_watched = time.monotonic()
-        if self.failed or self._waiting is not None:
+        worker = self.worker
+        if self.failed or self._waiting is not None or (worker is not None and worker.pending >= AHEAD):
             return False
         state = capture()
         with self._lock:
             self._waiting = state
-        self._wake.set()
+        self._wake()
         return True
 
     def close(self) -> None:
         self._stopping = True
-        self._wake.set()
+        self._wake()
         self._thread.join(5.0)
         self._stop_worker()
+        self._waker.close()
+        self._wake_reader.close()
+
+    def _wake(self) -> None:
+        try:
+            self._waker.send(b"\0")
+        except (BlockingIOError, OSError):  # full of unread wake-ups already (or closed): this one is not needed
+            pass
+
+    def _woken(self) -> None:
+        """Read the wake-ups that arrived (any number: one look at the state serves them all)."""
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
 
     def _take(self) -> SceneState | None:
         with self._lock:
@@ -70,44 +98,55 @@ class FrameThread:
 
     def _run(self) -> None:
         while not self._stopping:
-            if not self._wake.wait(POLL):
-                self._release_if_unwatched()
+            state = self._take()  # looked at first: one may have waited since a worker was restarted
+            if state is None:
+                if wait_for_any([self._wake_reader], POLL):
+                    self._woken()
+                else:
+                    self._release_if_unwatched()
                 continue
-            self._wake.clear()
             if self._stopping:
                 break
-            state = self._take()
-            if state is None:
-                continue
             try:
                 self._draw(state)
             except Exception as exc:  # e.g. a worker that cannot start: the next offer tries again
                 self.logger.error(f"camera frame not drawn: {type(exc).__name__}: {exc}", throttle_duration_sec=5.0)
 
     def _draw(self, state: SceneState) -> None:
-        """Have `state` drawn and published, and each state captured meanwhile after it, until none waits."""
+        """Have `state` drawn and published, and each state captured meanwhile after it, until the worker holds
+        none and none waits. A state that waits is sent as soon as the worker holds fewer than AHEAD, and
+        before a frame that came back is converted and published."""
         if self.worker is None:
             self.worker = self.start_worker()
-        self.worker.request(state)
-        while not self._stopping:
+        worker = self.worker
+        worker.request(state)
+        while worker.pending and not self._stopping:
+            self._send_waiting(worker)
+            ready = wait_for_any([worker, self._wake_reader], POLL)
+            if self._wake_reader in ready:
+                self._woken()
+            if worker not in ready:
+                continue
             try:
-                done = self.worker.wait(POLL)
+                done = worker.poll()
             except WorkerGone as exc:
                 self._restart(str(exc))
                 return
             except FrameFailed as exc:
                 self.errors += 1
                 self.logger.error(f"{exc}; the next frame is asked for as usual", throttle_duration_sec=5.0)
-                return
+                continue
             if done is None:
                 continue
             self._in_a_row = 0
+            self._send_waiting(worker)  # drawn while this frame is converted and published
+            self._publish(done)
+
+    def _send_waiting(self, worker: RenderWorker) -> None:
+        if worker.pending < AHEAD:
             following = self._take()
             if following is not None:
-                self.worker.request(following)  # drawn while this frame is converted and published
-            self._publish(done)
-            if following is None:
-                return
+                worker.request(following)
 
     def _publish(self, done: RenderedFrame) -> None:
         try:
