@@ -7,8 +7,9 @@ time), well under a millisecond, and sends it to the worker; the worker keeps a 
 removed by name), renders with the same renderer and sends the images back (with the point cloud built
 from them, when asked: on the physics thread that was most of a large frame's cost), stamped with the sim
 time of the state they show. Whoever asked collects the frame (`poll` / `wait`: the camera node's frame
-thread, nodes/servers/camera_frames.py) and publishes it. While the worker renders, one state at most waits
-for it and no more are captured: a slow renderer lowers the frame rate, not the physics rate.
+thread, nodes/servers/camera_frames.py) and publishes it. While the worker renders, one more state at most
+waits for it (in its socket: the worker starts it the moment the frame is done) and no more are captured:
+a slow renderer lowers the frame rate, not the physics rate.
 
 The reasoner's `visible` / `occluding` are answered by a worker of their own (`VisibilityRequest`): the
 same mirror, masks drawn by the scene file's renderer (visibility.py), which the live process cannot
