@@ -1,6 +1,7 @@
 """Where one ROS env step's wall time and CPU go, against the direct backend's step in the same run.
 
     python -m bench.profile_ros [--steps 300] [--env binpick_sim/FrankaDelta-v0] [--cprofile]
+    python -m bench.profile_ros --observation image --renderer egl     # image observations, drawn with egl
 
 Two views of the same steps (FrankaDelta-v0 by default, state observations, seed 0, random actions):
 
@@ -57,7 +58,9 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return cpu
 
 
-def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool = False, top: int = 25) -> str:
+def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool = False, top: int = 25,
+            renderer: str | None = None) -> str:
+    """`renderer`: the scene's renderer for image observations (default: the scene file's)."""
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
@@ -67,7 +70,8 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
     if cprofile:
         os.environ["BINPICK_TRACE_CPROFILE"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
-    env = gym.make(env_id, backend="ros", observation=observation)
+    options = {"renderer": renderer} if renderer else {}
+    env = gym.make(env_id, backend="ros", observation=observation, **options)
     backend = env.unwrapped.backend  # the sim process starts here, with the variables above
     del os.environ["BINPICK_TRACE"]  # this process keeps its own marks
     os.environ.pop("BINPICK_TRACE_CPROFILE", None)
@@ -101,7 +105,7 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
         cpu_after, mine_after = thread_cpu(sim_pid), thread_cpu(os.getpid())
     finally:
         env.close()
-    direct_wall, direct_cpu = direct_step(env_id, steps, observation)
+    direct_wall, direct_cpu = direct_step(env_id, steps, observation, options)
     sim_marks = [(label, float(t)) for path in trace.parent.glob("sim.[0-9]*")
                  for label, t in (line.split() for line in path.read_text().splitlines())]
     stages = stage_times(marks, sim_marks)
@@ -162,11 +166,13 @@ def stage_times(client: list, sim: list) -> list[list[float]]:
     return durations
 
 
-def direct_step(env_id: str, steps: int, observation: str = "state") -> tuple[float, float]:
+def direct_step(env_id: str, steps: int, observation: str = "state",
+                options: dict | None = None) -> tuple[float, float]:
+    options = options or {}
     """(wall s, CPU s) per env step of the direct backend, same env, seed and kind of actions."""
     import gymnasium as gym
 
-    env = gym.make(env_id, backend="direct", observation=observation)
+    env = gym.make(env_id, backend="direct", observation=observation, **options)
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
@@ -187,5 +193,6 @@ if __name__ == "__main__":
     parser.add_argument("--observation", default="state", choices=("state", "image"))
     parser.add_argument("--cprofile", action="store_true", help="also cProfile the sim's physics thread")
     parser.add_argument("--top", type=int, default=25, help="rows of that profile (by own time)")
+    parser.add_argument("--renderer", help="tiny, egl, ... for image observations (default: the scene file's)")
     args = parser.parse_args()
-    print(profile(args.steps, args.env, args.observation, args.cprofile, args.top))
+    print(profile(args.steps, args.env, args.observation, args.cprofile, args.top, args.renderer))
