@@ -32,6 +32,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -64,6 +65,8 @@ class RenderedFrame:
     labels: np.ndarray | None  # segmentation as cell/labels.py ids (the worker's body ids mean nothing here)
     k: np.ndarray  # the intrinsics of the camera as it was for this frame
     cloud: np.ndarray | None = None  # H x W x 4 float32, camera.pack_cloud's layout; None unless asked
+    draw_seconds: float = 0.0  # the worker's Camera.render of this frame (wall time)
+    work_seconds: float = 0.0  # all the worker did for it: mirror, draw, labels, cloud (not the send)
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,7 @@ def _serve(connection, data: dict, parent: int) -> None:
                 state = connection.recv()
             except EOFError:
                 return
+            received = time.perf_counter()
             if state is None or os.getppid() != parent:
                 return
             try:
@@ -255,14 +259,17 @@ def _serve(connection, data: dict, parent: int) -> None:
                 if state.camera != camera.config:
                     camera.reconfigure(**{f.name: getattr(state.camera, f.name)
                                           for f in dataclasses.fields(CameraConfig)})
+                drawing = time.perf_counter()
                 frame = camera.render(segmentation=state.segmentation)
+                drawn = time.perf_counter()
                 labels = None
                 if state.segmentation:
                     labels = relabel(frame.segmentation, {**{arm.body: ROBOT for arm in sim.arms}, **{
                         bodies[name][0]: index for name, index, *_ in state.objects}})
                 k = camera.intrinsics()
                 cloud = organised_cloud(frame.depth, k, frame.rgb) if state.points else None
-                send_frame(connection, sock, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud))
+                send_frame(connection, sock, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud,
+                                                           drawn - drawing, time.perf_counter() - received))
             except Exception as exc:  # tell the camera node, keep serving
                 connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:

@@ -3,6 +3,8 @@ watched; the segmentation mask is rendered only while its own topic is watched."
 from __future__ import annotations
 
 import dataclasses
+import statistics
+from collections import deque
 
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
@@ -24,6 +26,7 @@ from ...cell.heap import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
 from ..common.params import MAX_RATE, MIN_RATE, declare, group
 from .camera_frames import FrameThread
 
+TIMED = 100  # worker frames whose timings /diagnostics summarises
 FRAME_DEPTH = 5  # the frame topics' history: a subscriber with the same depth loses no frame it is slow to take
 
 
@@ -53,6 +56,7 @@ class CameraNode(Node):
         self.frame_age = 0.0  # sim seconds the physics went on while the last frame was rendered
         renderer = sim.world.renderer.describe()
         self.frame_thread: FrameThread | None = None
+        self._timings: deque = deque(maxlen=TIMED)  # (draw, work) seconds of the latest worker frames
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
                                            values=lambda: {"frames_published": self.frames,
                                                            "frames_with_segmentation": self.segmented_frames,
@@ -60,6 +64,7 @@ class CameraNode(Node):
                                                            "renderer": renderer,
                                                            "render_worker": self.worker_state(),
                                                            "render_worker_restarts": self._thread_count("restarts"),
+                                                           **self.worker_timings(),
                                                            "render_errors": self._thread_count("errors"),
                                                            "dds_profile": dds.profile_in_use()})
         self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
@@ -203,6 +208,17 @@ class CameraNode(Node):
         worker = self.worker
         return f"running (pid {worker.pid})" if worker is not None else "stopped (nobody watches)"
 
+    def worker_timings(self) -> dict:
+        """Medians over the last TIMED frames from the render worker, in ms: its Camera.render
+        (`render_worker_draw_ms`) and all it did for a frame but send it (`render_worker_frame_ms`: mirroring
+        the scene, drawing, labels, cloud). Beside a raw getCameraImage of the same size they say how much
+        of a published frame is the renderer's (bench/profile_published.py). Empty before a worker frame."""
+        timings = list(self._timings)
+        if not timings:
+            return {}
+        return {"render_worker_draw_ms": round(1000 * statistics.median(t[0] for t in timings), 3),
+                "render_worker_frame_ms": round(1000 * statistics.median(t[1] for t in timings), 3)}
+
     def _thread_count(self, name: str) -> int:
         return getattr(self.frame_thread, name) if self.frame_thread is not None else 0
 
@@ -235,6 +251,7 @@ class CameraNode(Node):
         return RenderWorker(self.sim.config, self.sim.world.renderer.name)
 
     def _publish_rendered(self, done: RenderedFrame) -> None:
+        self._timings.append((done.draw_seconds, done.work_seconds))
         if done.rgb.shape[0] * done.rgb.shape[1] >= KEEP_FROM:
             keep_frame_buffers()  # the frame's arrays and messages, received and built anew each frame (heap.py)
         self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k, done.cloud)
