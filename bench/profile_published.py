@@ -51,7 +51,8 @@ def published(renderer: str, width: int, height: int, seconds: float) -> dict:
         client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
         client.spin_for(2.0)
         sim = process.process.pid
-        pids = {"sim": sim, **{"render worker": child for child in children(sim)}, "subscriber (this process)": os.getpid()}
+        pids = {"sim": sim, **{"render worker": child for child in children(sim)},
+                "subscriber (this process)": os.getpid()}
         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         first, start = client.counts["camera/image_raw"], time.perf_counter()
         client.spin_for(seconds)

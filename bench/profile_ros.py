@@ -168,9 +168,11 @@ def stage_times(client: list, sim: list) -> list[list[float]]:
 
 def direct_step(env_id: str, steps: int, observation: str = "state",
                 options: dict | None = None) -> tuple[float, float]:
-    options = options or {}
-    """(wall s, CPU s) per env step of the direct backend, same env, seed and kind of actions."""
+    """(wall s, CPU s) per env step of the direct backend, same env, seed and kind of actions (`options`: more
+    env arguments, e.g. the renderer)."""
     import gymnasium as gym
+
+    options = options or {}
 
     env = gym.make(env_id, backend="direct", observation=observation, **options)
     try:

@@ -11,7 +11,8 @@ one process: a raw getCameraImage took 3,224 minor faults a frame in one state a
 Camera.render 3,594 a frame after two calls with the segmentation mask (4,688 in a fresh process), a tenth
 of a 42 ms frame. `keep_frame_buffers` fixes both thresholds, so such buffers come from the heap and the
 heap keeps what one frame frees for the next (Camera.render, from 640 x 480 up: 1024 x 768 went from 0.78
-to 0.91 of raw in `make bench`); `give_back_freed_memory` returns it when nobody watches a camera.
+to 0.93-0.95 of raw in the `camera` group of `make bench`); `give_back_freed_memory` returns it when
+nobody watches a camera.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ cloud is built in the worker), so neither a slow renderer nor a large frame stop
 is kept one state ahead (AHEAD requests at most): a state captured while a frame is drawn is sent at once
 and waits in the worker's socket, so the worker starts it the moment that frame is done, without waiting
 for this thread to take the frame, wake up in a busy process and ask again (0.4-0.5 ms a frame idle on
-this 2-core machine, about a frame's conversion and hop on a GPU). While the worker holds AHEAD states the
+this 2-core machine; a larger share where a GPU draws a frame in a few ms, not measured yet). While the worker holds AHEAD states the
 physics thread captures nothing (at most one more waits here for a moment, until this thread sends it), so
 a frame is never more than one frame's drawing older than its tick: it shows the state of the tick it was
 captured at and carries that stamp. Drawing also overlaps publishing, the next frame being drawn while
