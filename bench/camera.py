@@ -14,6 +14,7 @@ import time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 
+from binpick_sim.cell.heap import keep_frame_buffers
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
@@ -31,7 +32,9 @@ PUBLISHED_SIZES = [(64, 64), (640, 480)]  # published rows: per renderer, each w
 def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
                           renderer: str = "tiny") -> tuple[dict[bool, float], float]:
     """getCameraImage alone on the same scene and view, without and with the segmentation mask (taking
-    turns, medians); and the message conversion per frame [ms]."""
+    turns, medians); and the message conversion per frame [ms]. Large frames' buffers stay on the heap, as
+    in the render worker whose frames this stands beside (cell/heap.py)."""
+    keep_frame_buffers()
     sim = direct_sim(width=width, height=height, renderer=renderer)
     try:
         samples = {False: [], True: []}

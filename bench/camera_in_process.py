@@ -13,6 +13,7 @@ import statistics
 import time
 
 from binpick_sim.cell import rendering
+from binpick_sim.cell.heap import keep_frame_buffers
 from binpick_sim.cell.vision import camera as camera_module
 
 from .direct import direct_sim
@@ -53,7 +54,10 @@ def renderer_figures(renderers: list[str], width: int, height: int, rounds: int 
                      seconds: float = 1.0) -> list[Figure]:
     """Per renderer: Camera.render (rgb + metric depth), and with segmentation, each beside raw getCameraImage
     with the same renderer and the same flags. The renderers' sims live side by side and take turns (`rounds`
-    of `seconds` each; medians), so a busy machine's load falls on all alike."""
+    of `seconds` each; medians), so a busy machine's load falls on all alike. Large frames' buffers are kept on
+    this process's heap, as the render worker keeps them (cell/heap.py), for the raw call and Camera.render
+    alike: otherwise which of the two pays page faults depends on what the process freed before."""
+    keep_frame_buffers()
     sims = {renderer: direct_sim(width=width, height=height, renderer=renderer) for renderer in renderers}
     samples: dict[tuple[str, str], list[float]] = {}
     try:

@@ -10,9 +10,12 @@ process freed before, and each new page costs a fault and its zeroing. Measured 
 one process: a raw getCameraImage took 3,224 minor faults a frame in one state and none in another, and
 Camera.render 3,594 a frame after two calls with the segmentation mask (4,688 in a fresh process), a tenth
 of a 42 ms frame. `keep_frame_buffers` fixes both thresholds, so such buffers come from the heap and the
-heap keeps what one frame frees for the next (Camera.render, from 640 x 480 up: 1024 x 768 went from 0.78
-to 0.93-0.95 of raw in the `camera` group of `make bench`); `give_back_freed_memory` returns it when
-nobody watches a camera.
+heap keeps what one frame frees for the next: 1024 x 768 Camera.render went from 0.78 to 0.93-0.95 of raw
+in the `camera` group of `make bench`, which sets it in its own process for the raw call and Camera.render
+alike. It is process-wide, so only processes of ours set it: the render worker (at start) and the `sim`
+process once its camera node publishes frames of KEEP_FROM pixels or more; Camera.render in a caller's
+process leaves that process's allocator alone (call `keep_frame_buffers` there to have the same).
+`give_back_freed_memory` returns the kept memory when nobody watches a camera.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import gc
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 MMAP_THRESHOLD = 32 << 20  # glibc's own ceiling for the threshold it raises by itself (64-bit)
 TRIM_THRESHOLD = 64 << 20  # free memory kept at the heap's top for the next frames (a 2048 x 1536 frame's worth)
-KEEP_FROM = 640 * 480  # pixels: a camera this large keeps its buffers (Camera.render)
+KEEP_FROM = 640 * 480  # pixels: frames this large make the camera node's process keep its buffers
 _kept = False
 
 

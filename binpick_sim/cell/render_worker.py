@@ -232,8 +232,11 @@ def _ending(process) -> str:
 
 def _serve(connection, data: dict, parent: int) -> None:
     """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
+    from .heap import keep_frame_buffers
     from .sim import BinPickingSim
     from .vision.labels import ROBOT, relabel
+
+    keep_frame_buffers()  # this process only draws frames: their buffers stay on the heap (heap.py)
 
     try:
         sim = BinPickingSim(config_from_dict(data))

@@ -228,10 +228,14 @@ class RosBackend:
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
             s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
             self.TIMEOUT, f"the sim process in {self.namespace}")
-        if self.privileged:  # set at run time: rcl's `-p node:name` overrides miss a node in a namespace
-            from rclpy.parameter import Parameter
+        # Set at run time: rcl's `-p node:name` overrides miss a node in a namespace. The objects' list is
+        # left out of the replies until object_views() asks for it (`_objects_later`): a quarter of the
+        # task node's work per reply and of the reply's size (issue 33), which a learner never reads.
+        from rclpy.parameter import Parameter
 
-            self._set_node_parameters("task", [Parameter("privileged", value=True)])
+        self.objects_sent = False
+        self._set_node_parameters("task", [Parameter("objects", value=False)] +
+                                  [Parameter("privileged", value=True)] * self.privileged)
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter
@@ -282,8 +286,26 @@ class RosBackend:
                            rgb=self.client.rgb() if self.images else None,
                            depth=self.client.depth() if self.images else None,
                            segmentation=self._segmentation() if self.segmentation else None,
-                           objects=[self._object(*o) for o in reply["objects"]],
+                           objects=([self._object(*o) for o in reply["objects"]] if "objects" in reply
+                                    else self._objects_later(request)),
                            privileged=reply["privileged"] if "privileged" in reply else _not_asked)
+
+    def _objects_later(self, request: int) -> Callable[[], list[ObjectView]]:
+        """The objects of the observation that answered `request`, which came without them: the task node
+        is told to send them with every reply from now on, and a request of no physics steps brings them
+        for the world as it still is (the task's rules run again on an unchanged world: what they removed is
+        gone already). Refused once the world has moved on, as the direct backend's."""
+        def read() -> list[ObjectView]:
+            if self.request != request:
+                raise RuntimeError("these objects were not read while the world was as observed: ask "
+                                   "object_views() before the next step or reset")
+            if not self.objects_sent:
+                from rclpy.parameter import Parameter
+
+                self._set_node_parameters("task", [Parameter("objects", value=True)])
+                self.objects_sent = True
+            return self._exchange("none", [], 0).object_views()
+        return read
 
     def _segmentation(self) -> np.ndarray:
         return self.client.bridge.imgmsg_to_cv2(self.client.latest[SEGMENTATION_TOPIC], desired_encoding="32SC1")

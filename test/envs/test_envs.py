@@ -156,6 +156,37 @@ def test_the_direct_backend_reads_the_objects_when_asked_as_the_step_left_them()
         env.close()
 
 
+def test_the_ros_backend_sends_the_objects_only_once_asked_and_as_the_direct_backend_reads_them():
+    """Over ROS the replies leave the objects' list out (issue 33: a quarter of the task node's work per reply)
+    until object_views() asks. That observation's objects then come by a request of no physics steps, the
+    same as the direct backend's after the same seed and actions; every reply carries them from then on;
+    an older observation's objects are refused, as on the direct backend."""
+    right, still = np.array([1, 0, 0, 0, 0], np.float32), np.zeros(5, np.float32)
+    envs = {name: make("binpick_sim/FrankaDelta-v0", name, observation="state") for name in ("direct", "ros")}
+
+    def views(env):
+        return [(v.name, v.position.tolist(), v.orientation.tolist()) for v in env.unwrapped.object_views()]
+
+    try:
+        for env in envs.values():
+            env.reset(seed=3)
+            env.step(right)
+        backend = envs["ros"].unwrapped.backend
+        assert "objects" not in backend._reply()
+        unread = envs["ros"].unwrapped.last
+        for env in envs.values():
+            env.step(still)
+        with pytest.raises(RuntimeError, match="before the next step"):
+            unread.object_views()
+        assert views(envs["ros"]) == views(envs["direct"])
+        for env in envs.values():
+            env.step(right)
+        assert "objects" in backend._reply() and views(envs["ros"]) == views(envs["direct"])
+    finally:
+        for env in envs.values():
+            env.close()
+
+
 def test_reset_is_repeatable_and_keeps_the_object_type_when_asked():
     env = make("binpick_sim/FrankaDelta-v0")
     try:

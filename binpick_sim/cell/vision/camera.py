@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, ConfigError, replaced
-from ..heap import KEEP_FROM, keep_frame_buffers
 from ..rendering import upsampling_problem
 from ..world import World
 
@@ -164,8 +163,6 @@ class Camera:
         (eglRendererVisualShapeConverter, PyBullet 3.2.7), which no flag avoids. PyBullet here is built with
         numpy, so the buffers come back as arrays: rgb is one copy of the RGBA buffer, depth one conversion."""
         c = self.world.client
-        if self.width * self.height >= KEEP_FROM:
-            keep_frame_buffers()  # no page faults for the frame's buffers whatever was freed before (heap.py)
         flags = 0 if segmentation else c.ER_NO_SEGMENTATION_MASK
         _, _, rgba, depth_buffer, seg = c.getCameraImage(
             self.width, self.height, self.view_matrix(), self.projection, renderer=self.renderer, flags=flags)

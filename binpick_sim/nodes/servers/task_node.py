@@ -41,6 +41,11 @@ class TaskNode(Node):
         self.privileged = declare(self, "privileged", False,
                                   "task/observation carries `privileged` (the objects' and bins' state).",
                                   on_change=self._set_privileged)
+        # The objects' list (name, pose, shape of each) is a quarter of a reply's work and of its size;
+        # the gym envs' ROS backend turns it off until a caller asks for object_views().
+        self.objects = declare(self, "objects", True,
+                               "task/observation carries `objects` (each object's name, pose and shape).",
+                               on_change=self._set_objects)
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
         self.sequence = 0
@@ -56,6 +61,9 @@ class TaskNode(Node):
 
     def _set_privileged(self, value: bool) -> None:
         self.privileged = bool(value)  # one attribute, read by the physics thread at its next reply
+
+    def _set_objects(self, value: bool) -> None:
+        self.objects = bool(value)  # as `privileged`
 
     # --- executor thread ----------------------------------------------------------------------
     def on_step(self, msg: Float64MultiArray) -> None:
@@ -107,13 +115,13 @@ class TaskNode(Node):
         arm = self.sim.arm
         position, velocity, _ = arm.joint_states()
         ee_position, ee_orientation = arm.ee_pose()
-        objects = []
-        for obj, place, turn in self.sim.object_poses():  # as BinPickingSim.object_views places and shapes them
-            geometry = self.sim.object_geometry(obj)
-            objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
         observed = {"joint_positions": position.tolist(), "joint_velocities": velocity.tolist(),
-                    "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist(),
-                    "objects": objects}
+                    "ee_position": ee_position.tolist(), "ee_orientation": ee_orientation.tolist()}
+        if self.objects:  # only while asked (parameter `objects`, true unless a client turned it off)
+            objects = observed["objects"] = []
+            for obj, place, turn in self.sim.object_poses():  # as BinPickingSim.object_views places and shapes them
+                geometry = self.sim.object_geometry(obj)
+                objects.append([obj.name, list(place), list(turn), geometry.kind, list(geometry.size), geometry.mesh])
         if self.privileged:  # only when asked (parameter `privileged`): plain state and image envs skip it
             observed["privileged"] = privileged_state(self.sim)
         return observed
