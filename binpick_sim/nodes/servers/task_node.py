@@ -41,8 +41,8 @@ class TaskNode(Node):
         self.privileged = declare(self, "privileged", False,
                                   "task/observation carries `privileged` (the objects' and bins' state).",
                                   on_change=self._set_privileged)
-        # The objects' list (name, pose, shape of each) is a quarter of a reply's work and of its size;
-        # the gym envs' ROS backend turns it off until a caller asks for object_views().
+        # The objects' list (name, pose, shape of each) is a quarter of a lock-step reply's work; the gym
+        # envs' ROS backend turns it off until a caller asks for object_views().
         self.objects = declare(self, "objects", True,
                                "task/observation carries `objects` (each object's name, pose and shape).",
                                on_change=self._set_objects)
