@@ -10,7 +10,7 @@ process freed before, and each new page costs a fault and its zeroing. Measured 
 one process: a raw getCameraImage took 3,224 minor faults a frame in one state and none in another, and
 Camera.render 3,594 a frame after two calls with the segmentation mask (4,688 in a fresh process), a tenth
 of a 42 ms frame. `keep_frame_buffers` fixes both thresholds, so such buffers come from the heap and the
-heap keeps what one frame frees for the next: 1024 x 768 Camera.render went from 0.78 to 0.93-0.95 of raw
+heap keeps what one frame frees for the next: 1024 x 768 Camera.render went from 0.78 to 0.89-0.95 of raw
 in the `camera` group of `make bench`, which sets it in its own process for the raw call and Camera.render
 alike. It is process-wide, so only processes of ours set it: the render worker (at start) and the `sim`
 process once its camera node publishes frames of KEEP_FROM pixels or more; Camera.render in a caller's
