@@ -249,7 +249,9 @@ class TrajectoryActions:
         result = self.GripperCommand.Result()
         target = float(np.clip(command.position, self.arm.limits.lower[7], self.arm.limits.upper[7]))
         force = float(command.max_effort) if command.max_effort > 0 else None
-        number, moved_at = self.loop.run(self._start_grip, target, force)
+        self.grip_goal += 1
+        number = self.grip_goal
+        moved_at = self.loop.run(self._fingers, target, force)
         tolerance, threshold, timeout = (self.parameter(f"gripper.{name}") for name in
                                          ("goal_tolerance", "stall_velocity_threshold", "stall_timeout"))
         while True:
@@ -275,14 +277,6 @@ class TrajectoryActions:
                 else:
                     handle.abort()
                 return result
-
-    def _start_grip(self, position: float, force: float | None) -> tuple[int, float]:
-        """A new goal's number and its finger targets, together on the physics thread (which runs calls in the
-        order they come): the newest goal is always the one whose targets were set last. Numbered on the
-        goal's own thread instead, two goals started together could set their targets in the other order,
-        and the goal that was left running held the fingers where the preempted one had sent them."""
-        self.grip_goal += 1
-        return self.grip_goal, self._fingers(position, force)
 
     def _fingers(self, position: float, force: float | None) -> float:
         """Both finger targets set, the squeeze limited to `force` (physics thread); the sim time now."""
