@@ -12,9 +12,10 @@ Camera.render 3,594 a frame after two calls with the segmentation mask (4,688 in
 of a 42 ms frame. `keep_frame_buffers` fixes both thresholds, so such buffers come from the heap and the
 heap keeps what one frame frees for the next: 1024 x 768 Camera.render went from 0.78 to 0.89-0.95 of raw
 in the `camera` group of `make bench`, which sets it in its own process for the raw call and Camera.render
-alike. It is process-wide, so only processes of ours set it: the render worker (at start) and the `sim`
-process once its camera node publishes frames of KEEP_FROM pixels or more; Camera.render in a caller's
-process leaves that process's allocator alone (call `keep_frame_buffers` there to have the same).
+alike. It is process-wide, so only processes that draw or publish frames set it: the render worker (at
+start) and the process hosting the camera node (the `sim` process, or a SimStack's) once it publishes
+frames of KEEP_FROM pixels or more; Camera.render in a caller's process leaves that process's allocator
+alone (call `keep_frame_buffers` there to have the same).
 `give_back_freed_memory` returns the kept memory when nobody watches a camera.
 """
 from __future__ import annotations

@@ -290,6 +290,10 @@ def test_a_new_gripper_goal_cancels_the_running_one(client, stack):
     grasp_block(stack)
     stack.arm_nodes[0].set_parameters(parameters(**{"gripper.stall_timeout": 60.0}))
     first = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.0)))
+    # The first goal runs (its fingers' targets set) before the next is sent. Two goals sent at the same moment
+    # race on their own threads for which is the newer (seen twice in rehearsals: either goal won).
+    client.spin_until(lambda: stack.loop.run(lambda: float(stack.sim.arm.position_targets[7])) == 0.0, 30,
+                      "the first goal closing the fingers")
     second = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.035)))
     assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
     status, result = finish(client, second)
