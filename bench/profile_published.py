@@ -28,15 +28,8 @@ from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
 
 from .camera_in_process import raw_call
 from .direct import direct_sim
+from .physics import process_cpu
 from .session import sim_and_client
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
-
 
 def children(pid: int) -> list[int]:
     return [int(child) for path in glob.glob(f"/proc/{pid}/task/*/children") for child in open(path).read().split()]
@@ -53,12 +46,12 @@ def published(renderer: str, width: int, height: int, seconds: float) -> dict:
         sim = process.process.pid
         pids = {"sim": sim, **{"render worker": child for child in children(sim)},
                 "subscriber (this process)": os.getpid()}
-        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        before = {name: process_cpu(pid) for name, pid in pids.items()}
         first, start = client.counts["camera/image_raw"], time.perf_counter()
         client.spin_for(seconds)
         wall = time.perf_counter() - start
         frames = client.counts["camera/image_raw"] - first
-        cores = {name: (cpu_seconds(pid) - before[name]) / wall for name, pid in pids.items()}
+        cores = {name: (process_cpu(pid) - before[name]) / wall for name, pid in pids.items()}
         client.spin_for(1.5)  # a /diagnostics of the frames above (1 Hz)
         camera = [status for array in arrays for status in array.status if status.name == "/camera"]
         values = {kv.key: kv.value for kv in camera[-1].values} if camera else {}

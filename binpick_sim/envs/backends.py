@@ -148,8 +148,7 @@ class DirectBackend:
 
         def read():
             if (world.step_count, scene.episode) != seen:
-                raise RuntimeError("these objects were not read while the world was as observed: ask "
-                                   f"{name}() before the next step or reset")
+                raise read_too_late(name)
             return reader()
         return read
 
@@ -297,8 +296,7 @@ class RosBackend:
         gone already). Refused once the world has moved on, as the direct backend's."""
         def read() -> list[ObjectView]:
             if self.request != request:
-                raise RuntimeError("these objects were not read while the world was as observed: ask "
-                                   "object_views() before the next step or reset")
+                raise read_too_late("object_views")
             if not self.objects_sent:
                 from rclpy.parameter import Parameter
 
@@ -363,6 +361,12 @@ class RosBackend:
         rclpy.try_shutdown(context=self.context)
         self.process.stop()
         self.folder.cleanup()
+
+
+def read_too_late(name: str) -> RuntimeError:
+    """Both backends' refusal of an older observation's objects (only the latest can be read as it was)."""
+    return RuntimeError(f"these objects were not read while the world was as observed: ask {name}() before the "
+                        "next step or reset")
 
 
 def _not_asked() -> dict:
