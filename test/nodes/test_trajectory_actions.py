@@ -5,6 +5,8 @@ skip: launch_testing's pytest plugin imports every test file, and one would skip
 
 One test per row of the controller contract (doc/planners.md, "The controller contract, row by row"): what
 ros2_control's joint_trajectory_controller and GripperActionController do, checked from a client."""
+import time
+
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
@@ -290,14 +292,49 @@ def test_a_new_gripper_goal_cancels_the_running_one(client, stack):
     grasp_block(stack)
     stack.arm_nodes[0].set_parameters(parameters(**{"gripper.stall_timeout": 60.0}))
     first = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.0)))
-    # The first goal runs (its fingers' targets set) before the next is sent. Two goals sent at the same moment
-    # race on their own threads for which is the newer (seen twice in rehearsals: either goal won).
+    # The first goal runs (its fingers' targets set) before the next is sent: "the running one". (Goals sent
+    # together: the next test.)
     client.spin_until(lambda: stack.loop.run(lambda: float(stack.sim.arm.position_targets[7])) == 0.0, 30,
                       "the first goal closing the fingers")
     second = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.035)))
     assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
     status, result = finish(client, second)
     assert status == GoalStatus.STATUS_SUCCEEDED and result.reached_goal
+
+
+class LateTargets:
+    """The arm node's loop, except that finger targets of `position` reach the physics thread `delay` s late:
+    as when a goal's thread is slower than the next goal's to get there."""
+
+    def __init__(self, loop, position: float, delay: float = 0.5):
+        self.loop, self.position, self.delay = loop, position, delay
+
+    def run(self, fn, *args, **kwargs):
+        if getattr(fn, "__name__", "") == "_fingers" and args[0] == self.position:
+            time.sleep(self.delay)
+        return self.loop.run(fn, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.loop, name)
+
+
+def test_the_newest_gripper_goal_holds_the_fingers_however_late_the_older_one_sets_its_targets(client, stack):
+    """Goals are numbered as accepted: an older goal whose thread sets its targets after the newer one's
+    sets nothing (before, the newer goal then waited for fingers held at the older goal's targets)."""
+    _, GripperCommand, GripperTarget = control_msgs()
+    send(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.04)))
+    actions = stack.arm_nodes[0].actions
+    actions.loop = LateTargets(actions.loop, 0.01)
+    try:
+        first = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.01)))
+        second = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.03)))
+        assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
+        status, result = finish(client, second)
+        assert status == GoalStatus.STATUS_SUCCEEDED and result.reached_goal, result
+        time.sleep(0.6)  # past the late call: the fingers still hold the newest goal's targets
+        assert stack.loop.run(lambda: float(stack.sim.arm.position_targets[7])) == pytest.approx(0.03)
+    finally:
+        actions.loop = actions.loop.loop
 
 
 def test_a_gripper_goal_that_is_not_a_number_is_refused(client, stack):

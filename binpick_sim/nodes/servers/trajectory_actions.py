@@ -19,6 +19,7 @@ only waits for the verdict and reports it.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -37,6 +38,7 @@ from ..common.params import declare
 POLL = 0.02  # wall seconds between looks at a goal in progress
 ERASE = -1.0  # a JointTolerance value that removes the default tolerance (control_msgs/JointTolerance)
 PREEMPTED = "Current goal preempted by new incoming action."
+GRIP_NUMBER = "binpick_grip_number"  # the attribute a GripperCommand goal's handle gets when accepted
 
 
 def available() -> bool:
@@ -79,7 +81,9 @@ class TrajectoryActions:
         self.node, self.arm, self.loop, self.world = node, node.arm, node.loop, node.sim.world
         declare_parameters(node)
         self.FollowJointTrajectory, self.GripperCommand = FollowJointTrajectory, GripperCommand
-        self.grip_goal = 0  # the running GripperCommand goal's number; a new goal preempts the older
+        # GripperCommand goals are numbered as the server accepts them (each handle carries its GRIP_NUMBER):
+        # the newest preempts the others and alone sets the finger targets.
+        self.grip_goal, self.grip_lock = 0, threading.Lock()
         # A goal's callback runs until the goal ends (seconds): served by a node of its own, which the
         # stack puts on its thread pool, away from the executor of the short callbacks.
         self.server_node = Node(f"{node.get_name()}_actions", namespace=node.get_namespace(), context=node.context,
@@ -90,8 +94,8 @@ class TrajectoryActions:
                          goal_callback=self.check_goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
                          callback_group=group, **ACTION_QOS),
             ActionServer(self.server_node, GripperCommand, f"{gripper_controller}/gripper_cmd", self.grip,
-                         goal_callback=self.check_grip, cancel_callback=lambda _: CancelResponse.ACCEPT,
-                         callback_group=group, **ACTION_QOS),
+                         goal_callback=self.check_grip, handle_accepted_callback=self.number_grip,
+                         cancel_callback=lambda _: CancelResponse.ACCEPT, callback_group=group, **ACTION_QOS),
         ]
         self.goal_threads = [own_threads(server) for server in self.servers]  # a goal holds no executor thread
 
@@ -242,6 +246,15 @@ class TrajectoryActions:
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
+    def number_grip(self, handle) -> None:
+        """An accepted goal becomes the newest, then starts. Numbered here, in the order the server accepts
+        goals, not on the goal's own thread: two goals sent together reach their threads in either order, and
+        the one numbered last must be the one whose finger targets hold (_fingers)."""
+        with self.grip_lock:
+            self.grip_goal += 1
+            setattr(handle, GRIP_NUMBER, self.grip_goal)  # on the handle: gone with it, even if never run
+        handle.execute()
+
     def grip(self, handle):
         """Both fingers to `position` [m each, 0 closed .. 0.04 open], squeezing with at most `max_effort` [N]
         per finger (0 or less: the scene file's finger_force); ends as GripperActionController does."""
@@ -249,9 +262,8 @@ class TrajectoryActions:
         result = self.GripperCommand.Result()
         target = float(np.clip(command.position, self.arm.limits.lower[7], self.arm.limits.upper[7]))
         force = float(command.max_effort) if command.max_effort > 0 else None
-        self.grip_goal += 1
-        number = self.grip_goal
-        moved_at = self.loop.run(self._fingers, target, force)
+        number = getattr(handle, GRIP_NUMBER)
+        moved_at = self.loop.run(self._fingers, target, force, number)
         tolerance, threshold, timeout = (self.parameter(f"gripper.{name}") for name in
                                          ("goal_tolerance", "stall_velocity_threshold", "stall_timeout"))
         while True:
@@ -278,8 +290,11 @@ class TrajectoryActions:
                     handle.abort()
                 return result
 
-    def _fingers(self, position: float, force: float | None) -> float:
-        """Both finger targets set, the squeeze limited to `force` (physics thread); the sim time now."""
+    def _fingers(self, position: float, force: float | None, number: int) -> float:
+        """Both finger targets set, the squeeze limited to `force`, if goal `number` is still the newest
+        (physics thread; a preempted goal sets nothing, however late its thread gets here); the sim time now."""
+        if number != self.grip_goal:
+            return self.world.time
         self.arm.set_finger_force(force)
         targets = self.arm.position_targets.copy()
         current = self.arm.joint_states()[0]
