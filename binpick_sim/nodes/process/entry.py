@@ -30,6 +30,8 @@ def main() -> int:
         if sys.stderr is not held:  # released: what the imports printed, in order, where it belongs
             printed, sys.stderr = sys.stderr.getvalue(), held
             sys.stderr.write(printed)
+    if _SIGNALLED:  # an import caught the KeyboardInterrupt and carried on (C code may clear any error)
+        stop_interrupted()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the stack sets up its own from here on
     try:
         return serve()
