@@ -12,6 +12,12 @@ task, no observation.
 the newest reply (depth 1), a publisher on `task/step`, and per exchange one publish, `spin_until` the
 reply's id comes back, one JSON parse. What an env step over ROS costs beyond this is ours: the
 command's checks and hand-off, the reply's contents and their JSON, and the GIL's turns.
+
+`SocketEcho` is the same exchange without DDS or rclpy (`python -m bench.echo --socket FD` serves it): the
+request's three doubles written to a Unix socket pair and the JSON of its id read back, by two Python
+processes with the same GIL switch interval. It is the floor a step channel of our own (a socket or
+shared memory beside the topics, one of issue 33's design options) would have: what one exchange per
+step costs two Python processes whatever carries it.
 """
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ import array
 import itertools
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -59,6 +67,45 @@ def serve(namespace: str) -> None:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+def serve_socket(fd: int) -> None:
+    """The other end of SocketEcho: each request's id answered at once as JSON, until the socket closes."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    with socket.socket(fileno=fd) as sock:
+        while True:
+            request = sock.recv(64)
+            if not request:
+                return
+            sock.sendall(json.dumps({"request": struct.unpack("3d", request)[0]}).encode())
+
+
+class SocketEcho:
+    """An empty step over a socket pair between two processes (no DDS): `exchange()`, as Echo's."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair()
+        self.sock = ours
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs.fileno())],
+                                        cwd=Path(__file__).resolve().parent.parent, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self.request = 0
+        self.exchange()
+
+    def exchange(self, timeout: float = TIMEOUT) -> None:
+        self.request += 1
+        self.sock.settimeout(timeout)
+        self.sock.sendall(struct.pack("3d", self.request, 0, 0))
+        if json.loads(self.sock.recv(256))["request"] != self.request:
+            raise RuntimeError("the socket echo answered another request")
+
+    def close(self) -> None:
+        self.sock.close()  # the server sees the end and returns
+        try:
+            self.process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 class Echo:
@@ -125,4 +172,7 @@ class Echo:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    if sys.argv[1] == "--socket":
+        serve_socket(int(sys.argv[2]))
+    else:
+        serve(sys.argv[1])

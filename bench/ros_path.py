@@ -5,7 +5,8 @@ an env step costs (this process plus the sim process), which a busy machine dist
 reference column holds the direct backend's figure of the same run; the ratio is the median of the
 rounds' ratios (each round: one batch of each, taking turns), min-max beside it. In the same rounds, the
 floor: an empty request and its reply between two processes, exchanged as the lock-step step is
-(bench/echo.py), beside the gap between a ROS step and a direct one, and the share of the gap it is.
+(bench/echo.py), beside the gap between a ROS step and a direct one, and the share of the gap it is; and
+the same exchange over a socket pair, without DDS (the floor of a step channel of our own).
 Last, image steps over ROS with the package's Fast DDS profile against Fast DDS's defaults: how many
 waited for a lost frame's repair."""
 from __future__ import annotations
@@ -23,7 +24,7 @@ from binpick_sim.envs import ENV_IDS
 
 from binpick_sim.nodes.common.dds import PROFILE_VARIABLE
 
-from .echo import Echo
+from .echo import Echo, SocketEcho
 from .figures import Figure, median, per_round, percentile
 
 BATCH = {"state": 20, "image": 5}
@@ -46,12 +47,13 @@ def cpu_seconds(env) -> float:
 
 
 def interleaved(env_id: str, observation: str, variants: dict[str, dict],
-                echo: Echo | None = None) -> dict[str, tuple[list[float], float]]:
+                echoes: dict | None = None) -> dict[str, tuple[list[float], float]]:
     """(env steps/s of each round, CPU ms per env step) of each variant (name -> gym.make options) over
-    ROUNDS turns of one batch; with `echo`, "floor" too: its empty exchanges per second, a batch of them
-    in each round's turns (CPU: this process's and the echo process's)."""
+    ROUNDS turns of one batch; with `echoes` (name -> Echo or SocketEcho), theirs too: empty exchanges per
+    second, a batch of them in each round's turns (CPU: this process's and the echo process's)."""
+    echoes = echoes or {}
     envs = {name: gym.make(env_id, observation=observation, **options) for name, options in variants.items()}
-    rates: dict[str, list[float]] = {name: [] for name in [*envs, *(["floor"] if echo else [])]}
+    rates: dict[str, list[float]] = {name: [] for name in [*envs, *echoes]}
     cpu: dict[str, float] = {name: 0.0 for name in rates}
     batch = BATCH[observation]
     try:
@@ -66,12 +68,12 @@ def interleaved(env_id: str, observation: str, variants: dict[str, dict],
                     env.step(env.action_space.sample())
                 rates[name].append(batch / (time.perf_counter() - start))
                 cpu[name] += cpu_seconds(env) - cpu_start
-            if echo is not None:
+            for name, echo in echoes.items():
                 start, cpu_start = time.perf_counter(), echo_cpu_seconds(echo)
                 for _ in range(batch):
                     echo.exchange()
-                rates["floor"].append(batch / (time.perf_counter() - start))
-                cpu["floor"] += echo_cpu_seconds(echo) - cpu_start
+                rates[name].append(batch / (time.perf_counter() - start))
+                cpu[name] += echo_cpu_seconds(echo) - cpu_start
     finally:
         for env in envs.values():
             env.close()
@@ -79,7 +81,7 @@ def interleaved(env_id: str, observation: str, variants: dict[str, dict],
     return {name: (r, 1000.0 * cpu[name] / steps) for name, r in rates.items()}
 
 
-def echo_cpu_seconds(echo: Echo) -> float:
+def echo_cpu_seconds(echo: Echo | SocketEcho) -> float:
     fields = Path(f"/proc/{echo.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
     return time.process_time() + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -95,7 +97,10 @@ def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
                    median(trips), "ms", median(gaps), "raw: the gap; ratio: the share of the gap the floor is, "
                    "medians of the same rounds"),  # (a round's own gap can be ~0 or below on a busy machine)
             Figure("ros path", f"{name}: the floor, CPU per exchange (both processes)", rates["floor"][1], "ms",
-                   rates["ros"][1] - rates["direct"][1], "raw: CPU per step, ros - direct; ratio: the floor's share")]
+                   rates["ros"][1] - rates["direct"][1], "raw: CPU per step, ros - direct; ratio: the floor's share"),
+            Figure("ros path", f"{name}: the floor without DDS, the same exchange over a socket pair (bench/echo.py)",
+                   median([1000.0 / f for f in rates["socket floor"][0]]), "ms", median(trips),
+                   "raw: the floor over DDS; ratio: the share of it a step channel of our own would still pay")]
 
 
 def image_steps_by_profile() -> dict[str, list[float]]:
@@ -146,11 +151,11 @@ def measure() -> list[Figure]:
     figures = []
     note = "reference: direct backend, interleaved"
     cases = [(e, "state") for e in sorted(ENV_IDS)] + [("binpick_sim/FrankaPosition-v0", "image")]
-    echo = Echo()
+    echoes = {"floor": Echo(), "socket floor": SocketEcho()}
     try:
         for env_id, observation in tqdm(cases, desc="ROS path", leave=False, disable=None):
             rates = interleaved(env_id, observation, {"direct": {"backend": "direct"}, "ros": {"backend": "ros"}},
-                                echo)
+                                echoes)
             name = f"{env_id.split('/')[1]} ros / direct, {observation}"
             camera = ", camera 640x480" if observation == "image" else ""
             figures.append(Figure("ros path", name, median(rates["ros"][0]), "steps/s", median(rates["direct"][0]),
@@ -159,7 +164,8 @@ def measure() -> list[Figure]:
                                   rates["direct"][1], note + camera))
             figures += floor_figures(name, rates, note + camera)
     finally:
-        echo.close()
+        for echo in echoes.values():
+            echo.close()
     variants = {"direct": {"backend": "direct"}, "events": {"backend": "ros"}}
     variants.update({kind: {"backend": "ros", "sim_parameters": {"executor": kind}} for kind in EXECUTORS})
     rates = interleaved("binpick_sim/FrankaDelta-v0", "state", variants)

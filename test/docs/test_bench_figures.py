@@ -36,13 +36,30 @@ def test_the_floor_rows_give_the_gap_and_the_share_of_it_the_floor_is():
     from bench.ros_path import floor_figures
 
     rates = {"direct": ([250.0, 200.0, 250.0, 200.0], 4.0), "ros": ([200.0, 160.0, 200.0, 250.0], 4.6),
-             "floor": ([5000.0, 4000.0, 10000.0, 4000.0], 0.3)}
-    # gaps 1.0, 1.25, 1.0, -1.0 ms (a busy round); trips 0.2, 0.25, 0.1, 0.25 ms
-    gap, floor, cpu = floor_figures("X ros / direct, state", rates, "note")
+             "floor": ([5000.0, 4000.0, 10000.0, 4000.0], 0.3),
+             "socket floor": ([20000.0, 50000.0, 25000.0, 10000.0], 0.05)}
+    # gaps 1.0, 1.25, 1.0, -1.0 ms (a busy round); trips 0.2, 0.25, 0.1, 0.25 ms; over the socket 0.05, 0.02,
+    # 0.04, 0.1 ms
+    gap, floor, cpu, socket = floor_figures("X ros / direct, state", rates, "note")
     assert gap.value == pytest.approx(1.0) and gap.unit == "ms"
     assert floor.value == pytest.approx(0.225) and floor.raw_pybullet == pytest.approx(1.0)
     assert floor.ratio == pytest.approx(0.225)  # of the medians: the busy round's negative gap moves it little
     assert cpu.value == pytest.approx(0.3) and cpu.ratio == pytest.approx(0.5)  # of 4.6 - 4.0 ms
+    assert socket.value == pytest.approx(0.045) and socket.raw_pybullet == pytest.approx(0.225)
+
+
+def test_the_socket_echo_answers_each_request_from_another_process():
+    """The floor without DDS is a real exchange: a second Python process answers every request's id."""
+    from bench.echo import SocketEcho
+
+    echo = SocketEcho()
+    try:
+        for _ in range(50):
+            echo.exchange(timeout=10.0)  # raises if an answer names another request
+        assert echo.request == 51 and echo.process.poll() is None
+    finally:
+        echo.close()
+    assert echo.process.returncode == 0  # it ended when the socket closed
 
 
 def test_like_for_like_rounds_are_the_steps_between_two_marks():
