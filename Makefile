@@ -63,9 +63,12 @@ $(DATASETS_STAMP): $(STAMP) requirements-datasets.txt
 # Two workers (pytest-xdist), each test file whole on one of them (its module fixtures shared), then the
 # tests bounded in wall time (marker `serial`) alone. Most tests wait on processes and DDS, so two cores run
 # the suite in about two thirds of the time. `make test PYTEST_WORKERS=0` runs the first part in one process.
+# A worker that crashes (a segfault) ends the run at once, naming the test it ran: pytest-xdist 3.8.0 replaces
+# a crashed worker under --dist loadfile and then can hang (pytest-xdist#784, #1323; seen here once).
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
-	$(ROS_ENV) $(PY) -m pytest test -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial"
+	$(ROS_ENV) $(PY) -m pytest test -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0 \
+		-m "not serial"
 	$(ROS_ENV) $(PY) -m pytest test -m serial
 
 # The at-scale forms of properties make test checks smaller (marker `scale`: 100 episodes on 1 and 2 Ray
