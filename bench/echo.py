@@ -84,7 +84,7 @@ class SocketEcho:
     """An empty step over a socket pair between two processes (no DDS): `exchange()`, as Echo's."""
 
     def __init__(self):
-        ours, theirs = socket.socketpair()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # one recv, one whole message
         self.sock = ours
         self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs.fileno())],
                                         cwd=Path(__file__).resolve().parent.parent, pass_fds=(theirs.fileno(),))
