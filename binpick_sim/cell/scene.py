@@ -32,7 +32,7 @@ CUBE_URDF = "cube_small.urdf"  # pybullet_data: a 5 cm box collision shape, rand
 def object_files(object_set: str) -> tuple[Path, ...]:
     """The seed's train/test split of random_urdfs: every tenth object is held out for testing; or,
     for `cube`, pybullet_data's small cube alone. Read once per process: listing and sorting the 1,000
-    files was 11 ms of every reset (about 260 ms)."""
+    files was about 11 ms of every reset (a state env's takes 190 ms in `make bench`)."""
     if object_set == "cube":
         return (Path(pybullet_data.getDataPath()) / CUBE_URDF,)
     root = Path(pybullet_data.getDataPath()) / "random_urdfs"
