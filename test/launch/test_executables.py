@@ -88,25 +88,31 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_with_one_line():
             assert output.splitlines()[-1] == INTERRUPTED and output.count(INTERRUPTED) == 1, (delay, output)
 
 
-def test_ctrl_c_inside_a_c_extensions_import_exits_with_one_line():
-    """numpy's C import (import_array) prints the KeyboardInterrupt's traceback itself and raises a bare
-    ImportError in its place (seen once in CI): still one line and 130, nothing of the traceback shown."""
-    shim = textwrap.dedent("""
+def interrupted_import(handler: str) -> str:
+    """A `sim` start (python -c) whose import of the stack gets a SIGINT; `handler`, one line, is what the
+    import does with the KeyboardInterrupt."""
+    return textwrap.dedent(f"""
         import builtins, os, signal, sys, time, traceback
         from binpick_sim.nodes.process import entry
         real_import = builtins.__import__
-        def import_like_numpy(name, *args, **kwargs):
+        def interrupted(name, *args, **kwargs):
             if name == "stack":
                 try:
                     os.kill(os.getpid(), signal.SIGINT)
                     time.sleep(0.5)  # the handler raises here
                 except KeyboardInterrupt:
-                    traceback.print_exc()  # as PyErr_Print does, into sys.stderr
-                    raise ImportError("numpy.core.multiarray failed to import") from None
+                    {handler}
             return real_import(name, *args, **kwargs)
-        builtins.__import__ = import_like_numpy
+        builtins.__import__ = interrupted
         sys.exit(entry.main())
     """)
+
+
+def test_ctrl_c_inside_a_c_extensions_import_exits_with_one_line():
+    """numpy's C import (import_array) prints the KeyboardInterrupt's traceback itself and raises a bare
+    ImportError in its place (seen once in CI): still one line and 130, nothing of the traceback shown."""
+    shim = interrupted_import(  # as PyErr_Print does (into sys.stderr), then the bare ImportError
+        'traceback.print_exc(); raise ImportError("numpy.core.multiarray failed to import") from None')
     result = subprocess.run([sys.executable, "-c", shim], capture_output=True, text=True, timeout=60)
     assert result.returncode == 130, result.stderr
     assert result.stderr.splitlines() == [INTERRUPTED], result.stderr
@@ -116,21 +122,7 @@ def test_ctrl_c_swallowed_by_an_import_still_stops_the_start():
     """An import that catches the KeyboardInterrupt and carries on (C code that clears any error) must not
     let the start go on to serve: the SIGINT was seen, so still one line and 130. (Seen twice in CI as a
     sim still serving 30 s after a Ctrl-C at 0.2 s.)"""
-    shim = textwrap.dedent("""
-        import builtins, os, signal, sys, time
-        from binpick_sim.nodes.process import entry
-        real_import = builtins.__import__
-        def import_that_swallows(name, *args, **kwargs):
-            if name == "stack":
-                try:
-                    os.kill(os.getpid(), signal.SIGINT)
-                    time.sleep(0.5)  # the handler raises here
-                except KeyboardInterrupt:
-                    pass  # as PyErr_Clear in C would
-            return real_import(name, *args, **kwargs)
-        builtins.__import__ = import_that_swallows
-        sys.exit(entry.main())
-    """)
+    shim = interrupted_import("pass  # as PyErr_Clear in C would")
     process = subprocess.Popen([sys.executable, "-c", shim, "--ros-args", "-p", "camera:=false"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
