@@ -172,9 +172,7 @@ def direct_step(env_id: str, steps: int, observation: str = "state",
     env arguments, e.g. the renderer)."""
     import gymnasium as gym
 
-    options = options or {}
-
-    env = gym.make(env_id, backend="direct", observation=observation, **options)
+    env = gym.make(env_id, backend="direct", observation=observation, **(options or {}))
     try:
         env.reset(seed=0)
         env.action_space.seed(0)

@@ -26,6 +26,7 @@ from binpick_sim.nodes.common.dds import PROFILE_VARIABLE
 
 from .echo import Echo, SocketEcho
 from .figures import Figure, median, per_round, percentile
+from .physics import process_cpu
 
 BATCH = {"state": 20, "image": 5}
 STALL_STEPS = 200  # image steps per profile (a stall came about once in a hundred without the profile)
@@ -41,8 +42,7 @@ def cpu_seconds(env) -> float:
     backend = env.unwrapped.backend
     total = time.process_time()
     if hasattr(backend, "process"):
-        fields = Path(f"/proc/{backend.process.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        total += process_cpu(backend.process.process.pid)
     return total
 
 
@@ -82,8 +82,7 @@ def interleaved(env_id: str, observation: str, variants: dict[str, dict],
 
 
 def echo_cpu_seconds(echo: Echo | SocketEcho) -> float:
-    fields = Path(f"/proc/{echo.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return time.process_time() + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return time.process_time() + process_cpu(echo.process.pid)
 
 
 def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:

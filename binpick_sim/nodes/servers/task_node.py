@@ -40,12 +40,12 @@ class TaskNode(Node):
         # learns from them (privileged observations, dense rewards) asks for them.
         self.privileged = declare(self, "privileged", False,
                                   "task/observation carries `privileged` (the objects' and bins' state).",
-                                  on_change=self._set_privileged)
+                                  on_change=self._flag("privileged"))
         # The objects' list (name, pose, shape of each) is a quarter of a lock-step reply's work; the gym
         # envs' ROS backend turns it off until a caller asks for object_views().
         self.objects = declare(self, "objects", True,
                                "task/observation carries `objects` (each object's name, pose and shape).",
-                               on_change=self._set_objects)
+                               on_change=self._flag("objects"))
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
         self.sequence = 0
@@ -59,11 +59,9 @@ class TaskNode(Node):
         loop.every(1.0 / rate, self.update, wall_cap=False)  # grabs are judged at `rate` of sim time
         loop.when_settled(self.update, first=True)
 
-    def _set_privileged(self, value: bool) -> None:
-        self.privileged = bool(value)  # one attribute, read by the physics thread at its next reply
-
-    def _set_objects(self, value: bool) -> None:
-        self.objects = bool(value)  # as `privileged`
+    def _flag(self, name: str):
+        """A boolean parameter's setter: one attribute, read by the physics thread at its next reply."""
+        return lambda value: setattr(self, name, bool(value))
 
     # --- executor thread ----------------------------------------------------------------------
     def on_step(self, msg: Float64MultiArray) -> None:

@@ -19,7 +19,6 @@ only waits for the verdict and reports it.
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -38,7 +37,6 @@ from ..common.params import declare
 POLL = 0.02  # wall seconds between looks at a goal in progress
 ERASE = -1.0  # a JointTolerance value that removes the default tolerance (control_msgs/JointTolerance)
 PREEMPTED = "Current goal preempted by new incoming action."
-GRIP_NUMBER = "binpick_grip_number"  # the attribute a GripperCommand goal's handle gets when accepted
 
 
 def available() -> bool:
@@ -81,9 +79,8 @@ class TrajectoryActions:
         self.node, self.arm, self.loop, self.world = node, node.arm, node.loop, node.sim.world
         declare_parameters(node)
         self.FollowJointTrajectory, self.GripperCommand = FollowJointTrajectory, GripperCommand
-        # GripperCommand goals are numbered as the server accepts them (each handle carries its GRIP_NUMBER):
-        # the newest preempts the others and alone sets the finger targets.
-        self.grip_goal, self.grip_lock = 0, threading.Lock()
+        # The GripperCommand goal accepted last (its handle): it preempts the others and alone sets the fingers.
+        self.newest_grip = None
         # A goal's callback runs until the goal ends (seconds): served by a node of its own, which the
         # stack puts on its thread pool, away from the executor of the short callbacks.
         self.server_node = Node(f"{node.get_name()}_actions", namespace=node.get_namespace(), context=node.context,
@@ -247,12 +244,10 @@ class TrajectoryActions:
         return GoalResponse.ACCEPT
 
     def number_grip(self, handle) -> None:
-        """An accepted goal becomes the newest, then starts. Numbered here, in the order the server accepts
+        """An accepted goal becomes the newest, then starts. Marked here, in the order the server accepts
         goals, not on the goal's own thread: two goals sent together reach their threads in either order, and
-        the one numbered last must be the one whose finger targets hold (_fingers)."""
-        with self.grip_lock:
-            self.grip_goal += 1
-            setattr(handle, GRIP_NUMBER, self.grip_goal)  # on the handle: gone with it, even if never run
+        the one accepted last must be the one whose finger targets hold (_fingers)."""
+        self.newest_grip = handle
         handle.execute()
 
     def grip(self, handle):
@@ -262,8 +257,7 @@ class TrajectoryActions:
         result = self.GripperCommand.Result()
         target = float(np.clip(command.position, self.arm.limits.lower[7], self.arm.limits.upper[7]))
         force = float(command.max_effort) if command.max_effort > 0 else None
-        number = getattr(handle, GRIP_NUMBER)
-        moved_at = self.loop.run(self._fingers, target, force, number)
+        moved_at = self.loop.run(self._fingers, target, force, handle)
         tolerance, threshold, timeout = (self.parameter(f"gripper.{name}") for name in
                                          ("goal_tolerance", "stall_velocity_threshold", "stall_timeout"))
         while True:
@@ -271,7 +265,7 @@ class TrajectoryActions:
             now, position, velocity, effort = self.loop.run(
                 lambda: (self.world.time, *(values[7:].copy() for values in self.arm.joint_states())))
             result.position, result.effort = float(position[0]), float(np.abs(effort).max())
-            if handle.is_cancel_requested or number != self.grip_goal:  # a new goal preempts: CANCELED, as there
+            if handle.is_cancel_requested or handle is not self.newest_grip:  # a new goal preempts: CANCELED, as there
                 if not handle.is_cancel_requested:
                     handle._update_state(GoalEvent.CANCEL_GOAL)  # rclpy's only way to cancel from the server side
                 handle.canceled()
@@ -290,10 +284,10 @@ class TrajectoryActions:
                     handle.abort()
                 return result
 
-    def _fingers(self, position: float, force: float | None, number: int) -> float:
-        """Both finger targets set, the squeeze limited to `force`, if goal `number` is still the newest
+    def _fingers(self, position: float, force: float | None, handle) -> float:
+        """Both finger targets set, the squeeze limited to `force`, if the goal of `handle` is still the newest
         (physics thread; a preempted goal sets nothing, however late its thread gets here); the sim time now."""
-        if number != self.grip_goal:
+        if handle is not self.newest_grip:
             return self.world.time
         self.arm.set_finger_force(force)
         targets = self.arm.position_targets.copy()
