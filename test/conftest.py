@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 
 # A test hung in C holding the GIL: every thread's stack and exit 1 (hang_watchdog.py: why not pytest-timeout).
 from hang_watchdog import (pytest_addoption, pytest_configure, pytest_runtest_protocol,  # noqa: E402,F401
-                           pytest_unconfigure)
+                           pytest_sessionstart, pytest_terminal_summary, pytest_unconfigure)
 
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402

@@ -11,12 +11,20 @@ The watchdog fires `hang_watchdog_grace` seconds (ini option, default 30) after 
 pytest-timeout limit (marker `timeout`, `--timeout`, or the ini's `timeout`), so pytest-timeout, which
 fails just the test and goes on, always has its turn first; it covers set-up, call and teardown.
 Loaded by conftest.py; `-p hang_watchdog` (with test/ on the path) loads it in any pytest run.
+
+Under pytest-xdist a worker's stderr lands in the middle of the log, wherever the crash happened, while
+CI shows the end of it (stop 41 failed on "worker 'gw0' crashed" and nothing else). So there each
+worker writes its dumps (this watchdog's, and faulthandler's for a segfault or an abort) to a file of
+its own, and the controller prints every non-empty one in the run's summary, beside the failures.
 """
 from __future__ import annotations
 
 import faulthandler
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -29,16 +37,53 @@ def pytest_addoption(parser) -> None:
                   "thread's stack and exits 1", default=str(DEFAULT_GRACE))
 
 
-_STDERR: list[int] = []  # a copy of the terminal's stderr: pytest's capture redirects fd 2 during a test
+_STDERR: list[int] = []  # where dumps go: a copy of the terminal's stderr (pytest's capture redirects fd 2
+# during a test), or under pytest-xdist the worker's dump file
+DUMPS = "BINPICK_PYTEST_DUMPS"  # the folder of the workers' dump files, which the controller makes
+_MADE: list[str] = []  # that folder, in the controller that made it (a pytest run by a test inherits DUMPS)
+
+
+def worker(config) -> str | None:
+    """This process's pytest-xdist worker name, or None. (Not PYTEST_XDIST_WORKER: a pytest a test runs
+    in a child process inherits that variable.)"""
+    return config.workerinput["workerid"] if hasattr(config, "workerinput") else None
 
 
 def pytest_configure(config) -> None:
+    if worker(config) and os.environ.get(DUMPS):
+        path = Path(os.environ[DUMPS]) / f"{worker(config)}.txt"
+        _STDERR.append(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        return
+    if not worker(config) and getattr(config.option, "numprocesses", None):  # a controller; workers start later
+        _MADE.append(tempfile.mkdtemp(prefix="binpick-pytest-dumps-"))
+        os.environ[DUMPS] = _MADE[0]
     _STDERR.append(os.dup(sys.__stderr__.fileno()))  # as pytest's own faulthandler plugin does
 
 
+def pytest_sessionstart(session) -> None:
+    """A worker's segfault or abort dumps to its file too (after pytest's faulthandler plugin, which
+    enabled faulthandler on stderr in its pytest_configure)."""
+    if worker(session.config) and os.environ.get(DUMPS):
+        faulthandler.enable(file=_STDERR[0], all_threads=True)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The controller prints the dump of every worker that wrote one (a worker that crashed or hung)."""
+    for dump in sorted(Path(_MADE[0]).glob("*.txt")) if _MADE else ():
+        text = dump.read_text(errors="replace").strip()
+        if text:
+            terminalreporter.write_sep("=", f"what pytest worker {dump.stem} dumped (faulthandler)")
+            terminalreporter.write_line(text)
+
+
 def pytest_unconfigure(config) -> None:
+    if worker(config) and os.environ.get(DUMPS):
+        faulthandler.disable()  # before its file closes
     while _STDERR:
         os.close(_STDERR.pop())
+    while _MADE:
+        shutil.rmtree(_MADE.pop(), ignore_errors=True)
+        os.environ.pop(DUMPS, None)
 
 
 def limit(item) -> float | None:

@@ -133,13 +133,37 @@ def test_hangs_in_c_holding_the_gil():
 """
 
 
-def run_hung_test(tmp_path, *options: str, timeout: float) -> subprocess.CompletedProcess:
-    """A pytest run, in a child process, of a test that hangs in C holding the GIL (timeout: 1 s)."""
-    (tmp_path / "test_hung.py").write_text(HUNG_TEST)
+SEGFAULT_TEST = """
+import faulthandler
+
+def test_segfaults():
+    faulthandler._sigsegv()
+"""
+
+
+def start_pytest(tmp_path, *options: str, test: str = HUNG_TEST) -> subprocess.Popen:
+    """A pytest run, in a child process in its own folder, of the one test file `test` (timeout: 1 s)."""
+    (tmp_path / "test_hung.py").write_text(test)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-o", "timeout=1", *options,
-                           "test_hung.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-o", "timeout=1",
+                             *options, "test_hung.py"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def run_hung_test(tmp_path, *options: str, timeout: float) -> subprocess.CompletedProcess:
+    """A pytest run, in a child process, of a test that hangs in C holding the GIL (timeout: 1 s)."""
+    return finish(start_pytest(tmp_path, *options), timeout)
 
 
 def test_a_test_hung_in_c_holding_the_gil_fails_fast_with_every_threads_stack(tmp_path):
@@ -155,6 +179,27 @@ def test_a_test_hung_in_c_holding_the_gil_fails_fast_with_every_threads_stack(tm
     assert dump.count("\nThread 0x") + dump.count("\nCurrent thread 0x") >= 2, dump  # the hung one, the bystander
     assert 'test_hung.py", line 9 in test_hangs_in_c_holding_the_gil' in dump  # where it hangs
     assert "in _bootstrap" in dump  # the bystander thread's frames
+
+
+def test_the_stacks_of_a_hung_or_crashed_pytest_worker_come_again_in_the_runs_summary(tmp_path):
+    """Under pytest-xdist (make test) a worker's stderr lands mid-log; CI shows the log's end. Stop 41's CI
+    said only "worker 'gw0' crashed". Now the watchdog's dump of a hang and faulthandler's of a segfault
+    are printed again in the summary, after the crash report, naming the line."""
+    xdist = ("-p", "hang_watchdog", "-o", "hang_watchdog_grace=1", "-n", "1", "--max-worker-restart=0")
+    (tmp_path / "hung").mkdir()
+    (tmp_path / "segfault").mkdir()
+    runs = {"hung": start_pytest(tmp_path / "hung", *xdist),
+            "segfault": start_pytest(tmp_path / "segfault", *xdist, test=SEGFAULT_TEST)}
+    results = {name: finish(process, 120) for name, process in runs.items()}
+    for name, line in [("hung", 'test_hung.py", line 9 in test_hangs_in_c_holding_the_gil'),
+                       ("segfault", 'test_hung.py", line 5 in test_segfaults')]:
+        output = results[name].stdout
+        assert results[name].returncode == 1, output + results[name].stderr
+        crashed = output.index("worker 'gw0' crashed while running")
+        summary = output.index("what pytest worker gw0 dumped (faulthandler)")
+        assert crashed < summary and line in output[summary:], output
+    assert "Timeout (0:00:02)!" in results["hung"].stdout
+    assert "Fatal Python error: Segmentation fault" in results["segfault"].stdout
 
 
 @pytest.mark.slow
