@@ -3,10 +3,13 @@ the way the lock-step step is (issue 33).
 
 `python -m bench.echo <namespace>` is the serving side: a process of its own, one rclpy node on the
 EventsExecutor, with the package's Fast DDS profile and the `sim` process's GIL switch interval, which
-takes a `task/step` request (std_msgs/Float64MultiArray, depth 10) and answers at once on
-`task/observation` (std_msgs/String: JSON of the request id), on the thread that took the request, as
-the sim's physics thread serves lock-step requests itself. Nothing else runs in it: no physics, no
-task, no observation.
+takes a `task/step` request (std_msgs/Float64MultiArray, depth 10) and answers on `task/observation`
+(std_msgs/String: JSON of the request id), on the thread that took the request, as the sim's physics
+thread serves lock-step requests itself. Nothing else runs in it: no physics, no task, no observation.
+It answers at once, or after keeping its core busy for the seconds the request's third value says:
+`exchange(work=0.005)` is the exchange around 5 ms of stepping, during which the client waits idle, as
+an env step's is. On a machine whose idle cores sleep, waking the waiting side then costs more than
+between two exchanges back to back.
 
 `Echo` is the other side, as `RosBackend._exchange` does it: a SimClient on the EventsExecutor keeping
 the newest reply (depth 1), a publisher on `task/step`, and per exchange one publish, `spin_until` the
@@ -14,10 +17,10 @@ reply's id comes back, one JSON parse. What an env step over ROS costs beyond th
 command's checks and hand-off, the reply's contents and their JSON, and the GIL's turns.
 
 `SocketEcho` is the same exchange without DDS or rclpy (`python -m bench.echo --socket FD` serves it): the
-request's three doubles written to a Unix socket pair and the JSON of its id read back, by two Python
-processes with the same GIL switch interval. It is the floor a step channel of our own (a socket or
-shared memory beside the topics, one of issue 33's design options) would have: what one exchange per
-step costs two Python processes whatever carries it.
+request's three doubles sent over a Unix socket pair in the step channel's frames
+(binpick_sim/nodes/common/step_channel.py: multiprocessing.connection's) and the JSON of its id read
+back, by two Python processes with the same GIL switch interval. It is the floor of the ROS backend's
+step channel (`step_channel=True`): what one exchange per step costs two Python processes.
 """
 from __future__ import annotations
 
@@ -25,14 +28,15 @@ import array
 import itertools
 import json
 import os
-import socket
-import struct
 import subprocess
 import sys
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from std_msgs.msg import Float64MultiArray, String
+
+from binpick_sim.nodes.common import step_channel
 
 STEP_TOPIC, OBSERVATION_TOPIC = "task/step", "task/observation"  # as binpick_sim.nodes.servers.task_node
 SWITCH_INTERVAL = 0.0001  # as binpick_sim.nodes.process.stack sets it in the sim process
@@ -53,6 +57,7 @@ def serve(namespace: str) -> None:
     reply = node.create_publisher(String, OBSERVATION_TOPIC, 10)
 
     def on_request(msg: Float64MultiArray) -> None:
+        work(msg.data[2])
         reply.publish(String(data=json.dumps({"request": msg.data[0]})))
 
     node.create_subscription(Float64MultiArray, STEP_TOPIC, on_request, 10)
@@ -72,35 +77,46 @@ def serve(namespace: str) -> None:
 def serve_socket(fd: int) -> None:
     """The other end of SocketEcho: each request's id answered at once as JSON, until the socket closes."""
     sys.setswitchinterval(SWITCH_INTERVAL)
-    with socket.socket(fileno=fd) as sock:
+    with Connection(fd) as connection:
         while True:
-            request = sock.recv(64)
-            if not request:
+            try:
+                request = step_channel.request_values(connection.recv_bytes())
+            except EOFError:
                 return
-            sock.sendall(json.dumps({"request": struct.unpack("3d", request)[0]}).encode())
+            work(request[2])
+            connection.send_bytes(json.dumps({"request": request[0]}).encode())
+
+
+def work(seconds: float) -> None:
+    """Keep this thread's core busy for `seconds` before the reply, as the sim's physics thread is busy
+    stepping before it answers (while the client waits, idle)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 class SocketEcho:
-    """An empty step over a socket pair between two processes (no DDS): `exchange()`, as Echo's."""
+    """An empty step over a step channel between two processes (no DDS): `exchange()`, as Echo's."""
 
     def __init__(self):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # one recv, one whole message
-        self.sock = ours
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs.fileno())],
-                                        cwd=Path(__file__).resolve().parent.parent, pass_fds=(theirs.fileno(),))
-        theirs.close()
+        self.connection, theirs = step_channel.pair()
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs)],
+                                        cwd=Path(__file__).resolve().parent.parent, pass_fds=(theirs,))
+        os.close(theirs)
         self.request = 0
         self.exchange()
 
-    def exchange(self, timeout: float = TIMEOUT) -> None:
+    def exchange(self, timeout: float = TIMEOUT, work: float = 0.0) -> None:
+        """One exchange; `work`: seconds the server keeps busy before it replies."""
         self.request += 1
-        self.sock.settimeout(timeout)
-        self.sock.sendall(struct.pack("3d", self.request, 0, 0))
-        if json.loads(self.sock.recv(256))["request"] != self.request:
+        self.connection.send_bytes(step_channel.request_bytes([self.request, 0, work]))
+        if not self.connection.poll(timeout):
+            raise TimeoutError(f"waited {timeout:.0f} s for the socket echo")
+        if json.loads(self.connection.recv_bytes())["request"] != self.request:
             raise RuntimeError("the socket echo answered another request")
 
     def close(self) -> None:
-        self.sock.close()  # the server sees the end and returns
+        self.connection.close()  # the server sees the end and returns
         try:
             self.process.wait(5.0)
         except subprocess.TimeoutExpired:
@@ -143,10 +159,11 @@ class Echo:
                 if time.monotonic() > deadline:
                     raise
 
-    def exchange(self, timeout: float = TIMEOUT) -> None:
+    def exchange(self, timeout: float = TIMEOUT, work: float = 0.0) -> None:
+        """One exchange; `work`: seconds the server keeps busy before it replies."""
         self.request += 1
         request = self.request
-        self.request_msg.data = array.array("d", [request, 0, 0])  # refilled, as RosBackend does
+        self.request_msg.data = array.array("d", [request, 0, work])  # refilled, as RosBackend does
         self.requester.publish(self.request_msg)
         self.client.spin_until(lambda: self._reply() >= request, timeout, "the echo")
 

@@ -2,6 +2,7 @@
 
     python -m bench.profile_ros [--steps 300] [--env binpick_sim/FrankaDelta-v0] [--cprofile]
     python -m bench.profile_ros --observation image --renderer egl     # image observations, drawn with egl
+    python -m bench.profile_ros --step-channel     # the steps over the ROS backend's step channel
 
 Two views of the same steps (FrankaDelta-v0 by default, state observations, seed 0, random actions):
 
@@ -59,8 +60,9 @@ def thread_cpu(pid: int) -> dict[str, float]:
 
 
 def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool = False, top: int = 25,
-            renderer: str | None = None) -> str:
-    """`renderer`: the scene's renderer for image observations (default: the scene file's)."""
+            renderer: str | None = None, step_channel: bool = False) -> str:
+    """`renderer`: the scene's renderer for image observations (default: the scene file's). `step_channel`:
+    the ROS backend exchanges its steps over its step channel."""
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401
@@ -71,12 +73,15 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
         os.environ["BINPICK_TRACE_CPROFILE"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
     options = {"renderer": renderer} if renderer else {}
-    env = gym.make(env_id, backend="ros", observation=observation, **options)
+    env = gym.make(env_id, backend="ros", observation=observation, **options,
+                   **({"step_channel": True} if step_channel else {}))
     backend = env.unwrapped.backend  # the sim process starts here, with the variables above
     del os.environ["BINPICK_TRACE"]  # this process keeps its own marks
     os.environ.pop("BINPICK_TRACE_CPROFILE", None)
     marks: list[tuple[str, float]] = []
-    publish, exchange = backend.requester.publish, backend._exchange
+    sender = backend.channel if step_channel else backend.requester
+    send_name = "send_bytes" if step_channel else "publish"
+    publish, exchange = getattr(sender, send_name), backend._exchange
 
     def traced_publish(msg):
         marks.append(("request sent", time.monotonic()))
@@ -87,7 +92,8 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
         marks.append(("reply in hand", time.monotonic()))
         return result
 
-    backend.requester.publish, backend._exchange = traced_publish, traced_exchange
+    setattr(sender, send_name, traced_publish)
+    backend._exchange = traced_exchange
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
@@ -109,7 +115,8 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
     sim_marks = [(label, float(t)) for path in trace.parent.glob("sim.[0-9]*")
                  for label, t in (line.split() for line in path.read_text().splitlines())]
     stages = stage_times(marks, sim_marks)
-    lines = [f"{env_id}, {observation}, {steps} steps: ROS backend {1000 * wall:.2f} ms per env step "
+    lines = [f"{env_id}, {observation}, {steps} steps: ROS backend{' (step channel)' * step_channel} "
+             f"{1000 * wall:.2f} ms per env step "
              f"({1 / wall:.0f}/s); direct backend {1000 * direct_wall:.2f} ms ({1 / direct_wall:.0f}/s), "
              f"ratio {direct_wall / wall:.2f}", "", "wall time, median per env step:"]
     for (_, _, what), samples in zip(STAGES, stages):
@@ -135,8 +142,9 @@ def physics_thread_profile(trace: Path, top: int) -> str:
     if not files:
         return "(no cProfile stats from the sim process)"
     stats = pstats.Stats(str(files[0]))
-    requests = sum(entry[1] for (filename, _, function), entry in stats.stats.items()
-                   if function == "on_step" and filename.endswith("task_node.py")) or 1
+    taken = {function: entry[1] for (filename, _, function), entry in stats.stats.items()
+             if filename.endswith("task_node.py")}
+    requests = taken.get("take", taken.get("on_step", 0)) or 1  # (`take`: since the step channel)
     rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]
     text = io.StringIO()
     text.write(f"sim physics thread (cProfile, thread CPU), per request over {requests} requests: "
@@ -194,5 +202,6 @@ if __name__ == "__main__":
     parser.add_argument("--cprofile", action="store_true", help="also cProfile the sim's physics thread")
     parser.add_argument("--top", type=int, default=25, help="rows of that profile (by own time)")
     parser.add_argument("--renderer", help="tiny, egl, ... for image observations (default: the scene file's)")
+    parser.add_argument("--step-channel", action="store_true", help="the steps over the ROS backend's step channel")
     args = parser.parse_args()
-    print(profile(args.steps, args.env, args.observation, args.cprofile, args.top, args.renderer))
+    print(profile(args.steps, args.env, args.observation, args.cprofile, args.top, args.renderer, args.step_channel))

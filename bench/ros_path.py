@@ -6,7 +6,8 @@ reference column holds the direct backend's figure of the same run; the ratio is
 rounds' ratios (each round: one batch of each, taking turns), min-max beside it. In the same rounds, the
 floor: an empty request and its reply between two processes, exchanged as the lock-step step is
 (bench/echo.py), beside the gap between a ROS step and a direct one, and the share of the gap it is; and
-the same exchange over a socket pair, without DDS (the floor of a step channel of our own).
+the same exchange over a socket pair, without DDS (the floor of the step channel), beside the ROS backend
+with its step channel (step_channel=True) against the same direct steps.
 Last, image steps over ROS with the package's Fast DDS profile against Fast DDS's defaults: how many
 waited for a lost frame's repair."""
 from __future__ import annotations
@@ -34,6 +35,8 @@ STALL_BATCH = 20
 STALL = 0.5  # s: an image step this long waited for a frame's repair (the median step takes ~0.1 s)
 ROUNDS = {"state": 21, "image": 15}  # 5 swung the ratio by +-0.1 from run to run; 12 by +-0.03
 EXECUTORS = ("single", "multi")  # besides the default (events)
+CHANNEL = "ros, step channel"  # the ROS backend exchanging its steps over a socket pair (step_channel=True)
+WORK = 0.005  # s the echo servers keep busy before replying in the floor "around work" (~ a direct env step)
 
 
 def cpu_seconds(env) -> float:
@@ -49,8 +52,9 @@ def cpu_seconds(env) -> float:
 def interleaved(env_id: str, observation: str, variants: dict[str, dict],
                 echoes: dict | None = None) -> dict[str, tuple[list[float], float]]:
     """(env steps/s of each round, CPU ms per env step) of each variant (name -> gym.make options) over
-    ROUNDS turns of one batch; with `echoes` (name -> Echo or SocketEcho), theirs too: empty exchanges per
-    second, a batch of them in each round's turns (CPU: this process's and the echo process's)."""
+    ROUNDS turns of one batch; with `echoes` (name -> (Echo or SocketEcho, seconds of work the server does
+    before each reply)), theirs too: exchanges per second, a batch of them in each round's turns (CPU: this
+    process's and the echo process's)."""
     echoes = echoes or {}
     envs = {name: gym.make(env_id, observation=observation, **options) for name, options in variants.items()}
     rates: dict[str, list[float]] = {name: [] for name in [*envs, *echoes]}
@@ -68,10 +72,10 @@ def interleaved(env_id: str, observation: str, variants: dict[str, dict],
                     env.step(env.action_space.sample())
                 rates[name].append(batch / (time.perf_counter() - start))
                 cpu[name] += cpu_seconds(env) - cpu_start
-            for name, echo in echoes.items():
+            for name, (echo, work) in echoes.items():
                 start, cpu_start = time.perf_counter(), echo_cpu_seconds(echo)
                 for _ in range(batch):
-                    echo.exchange()
+                    echo.exchange(work=work)
                 rates[name].append(batch / (time.perf_counter() - start))
                 cpu[name] += echo_cpu_seconds(echo) - cpu_start
     finally:
@@ -88,9 +92,22 @@ def echo_cpu_seconds(echo: Echo | SocketEcho) -> float:
 def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
     """The gap between a ROS step and a direct one (ms, median of the rounds') and the floor beside it:
     the empty exchange's round trip and the share of the gap it is (the ratio of the two medians: a
-    round's own gap comes near 0, or below, on a busy machine, and a ratio per round would blow up)."""
-    gaps = [1000.0 / r - 1000.0 / d for r, d in zip(rates["ros"][0], rates["direct"][0])]
+    round's own gap comes near 0, or below, on a busy machine, and a ratio per round would blow up); the
+    same around WORK of the server's work; and the step channel's gap beside its floor around that work."""
+    def gap(variant: str) -> list[float]:
+        return [1000.0 / r - 1000.0 / d for r, d in zip(rates[variant][0], rates["direct"][0])]
+
+    def around_work(echo: str) -> float:
+        return median([1000.0 / f - 1000.0 * WORK for f in rates[echo][0]])
+
+    gaps = gap("ros")
     trips = [1000.0 / f for f in rates["floor"][0]]
+    work = f"around {1000 * WORK:.0f} ms of the server's work (a state env step's physics), the client idle meanwhile"
+    channel = [Figure("ros path", f"{name}: the gap with step_channel=True", median(gap(CHANNEL)), "ms", note=note),
+               Figure("ros path", f"{name}: the step channel's floor, the socket pair's exchange {work}",
+                      around_work("socket floor, working"), "ms", median(gap(CHANNEL)),
+                      "raw: the gap with step_channel=True; ratio: the share of it the floor is")
+               ] if CHANNEL in rates else []
     return [Figure("ros path", f"{name}: the gap, ros step - direct step", median(gaps), "ms", note=note),
             Figure("ros path", f"{name}: the floor, an empty request/reply between two processes (bench/echo.py)",
                    median(trips), "ms", median(gaps), "raw: the gap; ratio: the share of the gap the floor is, "
@@ -99,7 +116,10 @@ def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
                    rates["ros"][1] - rates["direct"][1], "raw: CPU per step, ros - direct; ratio: the floor's share"),
             Figure("ros path", f"{name}: the floor without DDS, the same exchange over a socket pair (bench/echo.py)",
                    median([1000.0 / f for f in rates["socket floor"][0]]), "ms", median(trips),
-                   "raw: the floor over DDS; ratio: the share of it a step channel of our own would still pay")]
+                   "raw: the floor over DDS; ratio: the share of it the step channel still pays"),
+            Figure("ros path", f"{name}: the floor over DDS {work}", around_work("floor, working"), "ms",
+                   median(gaps), "raw: the gap; ratio: the share of the gap the floor is"),
+            *channel]
 
 
 def image_steps_by_profile() -> dict[str, list[float]]:
@@ -150,20 +170,24 @@ def measure() -> list[Figure]:
     figures = []
     note = "reference: direct backend, interleaved"
     cases = [(e, "state") for e in sorted(ENV_IDS)] + [("binpick_sim/FrankaPosition-v0", "image")]
-    echoes = {"floor": Echo(), "socket floor": SocketEcho()}
+    dds, socket_pair = Echo(), SocketEcho()
+    echoes = {"floor": (dds, 0.0), "socket floor": (socket_pair, 0.0), "floor, working": (dds, WORK),
+              "socket floor, working": (socket_pair, WORK)}
     try:
         for env_id, observation in tqdm(cases, desc="ROS path", leave=False, disable=None):
-            rates = interleaved(env_id, observation, {"direct": {"backend": "direct"}, "ros": {"backend": "ros"}},
-                                echoes)
+            rates = interleaved(env_id, observation, {"direct": {"backend": "direct"}, "ros": {"backend": "ros"},
+                                                      CHANNEL: {"backend": "ros", "step_channel": True}}, echoes)
             name = f"{env_id.split('/')[1]} ros / direct, {observation}"
             camera = ", camera 640x480" if observation == "image" else ""
-            figures.append(Figure("ros path", name, median(rates["ros"][0]), "steps/s", median(rates["direct"][0]),
-                                  note + camera, per_round(rates["ros"][0], rates["direct"][0])))
-            figures.append(Figure("ros path", name + ", CPU per step (both processes)", rates["ros"][1], "ms",
-                                  rates["direct"][1], note + camera))
+            for variant, label in (("ros", ""), (CHANNEL, ", step_channel=True")):
+                figures.append(Figure("ros path", name + label, median(rates[variant][0]), "steps/s",
+                                      median(rates["direct"][0]), note + camera,
+                                      per_round(rates[variant][0], rates["direct"][0])))
+                figures.append(Figure("ros path", name + label + ", CPU per step (both processes)", rates[variant][1],
+                                      "ms", rates["direct"][1], note + camera))
             figures += floor_figures(name, rates, note + camera)
     finally:
-        for echo in echoes.values():
+        for echo in (dds, socket_pair):
             echo.close()
     variants = {"direct": {"backend": "direct"}, "events": {"backend": "ros"}}
     variants.update({kind: {"backend": "ros", "sim_parameters": {"executor": kind}} for kind in EXECUTORS})

@@ -5,7 +5,8 @@ the machine shares), written to <file>.<pid> at exit. Without the variable it do
 
 The marks, in the order a request meets them (method names as on main since 2026-11-23, so an older
 checkout can be profiled the same way):
-  taken     TaskNode.on_step entered: the request is in the sim's hands (DDS, wake-up, take done)
+  taken     TaskNode.take (before the step channel: on_step) entered: the request is in the sim's hands
+            (transport, wake-up, take done)
   stepping  PhysicsLoop._add_budget: the command is checked and applied (IK included), steps begin
   settled   TaskNode.update entered: the steps are taken
   replied   TaskNode.update returns: task rules, observation, JSON and the reply's publish done
@@ -40,7 +41,7 @@ if os.environ.get("BINPICK_TRACE"):
         from binpick_sim.cell.loop import PhysicsLoop
         from binpick_sim.nodes.servers.task_node import TaskNode
 
-        _marked(TaskNode, "on_step", "taken")
+        _marked(TaskNode, "take" if hasattr(TaskNode, "take") else "on_step", "taken")  # take: both transports
         _marked(PhysicsLoop, "_add_budget", "stepping")
         _marked(TaskNode, "update", "settled")
         _marked(TaskNode, "update", "replied", after=True)  # wraps the wrapper: marks after the publish

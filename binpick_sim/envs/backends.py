@@ -12,6 +12,8 @@ import dataclasses
 import itertools
 import json
 import os
+import select
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
 UNTIL_REACHED = "_until_reached"  # a command's suffix in task/step's codes (task_node.STEP_COMMANDS)
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
 RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
+POLL = 0.5  # s between two looks at the sim process while a step channel's reply is awaited
 
 
 @dataclass
@@ -171,13 +174,16 @@ class RosBackend:
     RESEND = 5.0  # s: a parameter request without a reply goes out again (_set_node_parameters)
 
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
-                 sim_parameters: dict | None = None, privileged: bool = False, segmentation: bool = False):
+                 sim_parameters: dict | None = None, privileged: bool = False, segmentation: bool = False,
+                 step_channel: bool = False):
         """`sim_parameters`: more `-p name:=value` for the sim process (`node:name` for one node), e.g.
         {"executor": "single"} to compare executors. `privileged`: the task node sends the objects' and
         bins' state with every reply (its parameter `privileged`); without it `privileged_state()` is
         refused, and a plain state or image env pays nothing for it. `segmentation`: also wait for the
         camera's segmentation image of each step (the camera node renders it only while it is watched).
-        ForkedAfterRos in a process forked
+        `step_channel`: exchange each step with the sim process over a socket pair of their own instead of
+        task/step and task/observation (nodes/common/step_channel.py: faster; the step exchange is then
+        not on a topic). ForkedAfterRos in a process forked
         after its parent started ROS (it would hang)."""
         global _ros_started_in
         if _forked_from_ros is not None:
@@ -193,6 +199,7 @@ class RosBackend:
 
         from ..nodes.clients.client import TOPICS, SimClient
         from ..nodes.process.spawn import SimProcess
+        from ..nodes.common import step_channel as channels
         from ..nodes.common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
@@ -202,13 +209,23 @@ class RosBackend:
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
         self.privileged = bool(privileged)
-        self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
-                                   "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
-                                  log=Path(self.folder.name) / "sim.log", namespace=self.namespace)
+        self.channel, theirs = channels.pair() if step_channel else (None, None)
+        if self.channel is not None:  # one poll object (Connection.poll builds a selector per call)
+            self.channel_poll = select.poll()
+            self.channel_poll.register(self.channel.fileno(), select.POLLIN)
+        try:
+            self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
+                                       "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
+                                      log=Path(self.folder.name) / "sim.log", namespace=self.namespace,
+                                      env=None if theirs is None else {**os.environ, channels.VARIABLE: str(theirs)},
+                                      pass_fds=() if theirs is None else (theirs,))
+        finally:
+            if theirs is not None:
+                os.close(theirs)  # the child's now
         self.context = Context()
         _ros_started_in = os.getpid()
         rclpy.init(context=self.context)
-        topics = {OBSERVATION_TOPIC: String}
+        topics = {} if step_channel else {OBSERVATION_TOPIC: String}
         if images:
             topics.update({t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw")})
         if self.segmentation:
@@ -224,7 +241,7 @@ class RosBackend:
         # cost its layout and its checks again, ~4 us of the client's own work (issue 33).
         self.request_msg, self.codes = Float64MultiArray(), {name: i for i, name in enumerate(STEP_COMMANDS)}
         self.request = 0
-        self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and all(
+        self.client.spin_until(lambda: (step_channel or self.requester.get_subscription_count() > 0) and all(
             s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
             self.TIMEOUT, f"the sim process in {self.namespace}")
         # Set at run time: rcl's `-p node:name` overrides miss a node in a namespace. The objects' list is
@@ -268,11 +285,15 @@ class RosBackend:
         """Send one task/step request and wait for its reply (and, in image mode, its images)."""
         self.request += 1
         request = self.request
-        self.request_msg.data = array.array("d", [request, self.codes[command], steps, *map(float, values)])
-        self.requester.publish(self.request_msg)
-        self.client.spin_until(lambda: self._reply().get("request", 0) >= request, timeout,
-                               f"the observation after {steps} steps")
-        reply = self._reply()
+        data = array.array("d", [request, self.codes[command], steps, *map(float, values)])
+        waited_for = f"the observation after {steps} steps"
+        if self.channel is not None:
+            reply = self._channel_exchange(data, request, timeout, waited_for)
+        else:
+            self.request_msg.data = data
+            self.requester.publish(self.request_msg)
+            self.client.spin_until(lambda: self._reply().get("request", 0) >= request, timeout, waited_for)
+            reply = self._reply()
         if not reply["taken"]:
             raise ValueError(f"the arm node rejected the {command} command {list(values)} (see its log)")
         stamp = reply["stamp"]
@@ -288,6 +309,28 @@ class RosBackend:
                            objects=([self._object(*o) for o in reply["objects"]] if "objects" in reply
                                     else self._objects_later(request)),
                            privileged=reply["privileged"] if "privileged" in reply else _not_asked)
+
+    def _channel_exchange(self, values: array.array, request: int, timeout: float, waited_for: str) -> dict:
+        """The request on the step channel, and its reply (replies to earlier requests, whose wait timed
+        out, are passed over); SimProcessDied within a POLL if the sim process dies meanwhile."""
+        try:
+            self.channel.send_bytes(values)
+            deadline = time.monotonic() + timeout
+            while True:
+                while not self.channel_poll.poll(1000.0 * min(POLL, max(deadline - time.monotonic(), 0.0))):
+                    self.process.check_alive()
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"waited {timeout:.0f} s for {waited_for}")
+                reply = json.loads(self.channel.recv_bytes())
+                if reply["request"] >= request:
+                    return reply
+        except (EOFError, OSError):  # the sim closed its end: it is ending (or has ended)
+            try:
+                self.process.process.wait(POLL)
+            except subprocess.TimeoutExpired:
+                pass
+            self.process.check_alive()
+            raise RuntimeError(f"the sim process in {self.namespace} closed the step channel") from None
 
     def _objects_later(self, request: int) -> Callable[[], list[ObjectView]]:
         """The objects of the observation that answered `request`, which came without them: the task node
@@ -357,6 +400,8 @@ class RosBackend:
     def close(self) -> None:
         import rclpy
 
+        if self.channel is not None:
+            self.channel.close()
         self.client.close()
         rclpy.try_shutdown(context=self.context)
         self.process.stop()

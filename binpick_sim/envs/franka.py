@@ -35,7 +35,7 @@ CAMERA_OBSERVATIONS = ("image", "rgbd", "segmentation")  # rendered every step
 REWARD_TYPES = ("sparse", "dense")
 BACKENDS = ("direct", "ros")
 RENDER_MODES = ("rgb_array", "depth_array", "human")
-ROS_OPTIONS = ("namespace", "sim_parameters")
+ROS_OPTIONS = ("namespace", "sim_parameters", "step_channel")
 
 
 def have_display() -> bool:
@@ -66,13 +66,14 @@ class FrankaEnv(SeedSceneApi, gym.Env):
                  render_mode: str | None = None, camera_size: tuple[int, int] | None = None,
                  renderer: str | None = None, render_depth: bool = False, until_reached: bool = False,
                  namespace: str | None = None, sim_parameters: dict | None = None, reward_type: str = "sparse",
-                 camera_preset: str | None = None, **unknown):
+                 camera_preset: str | None = None, step_channel: bool | None = None, **unknown):
         """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
         `render_depth`: with render_mode "rgb_array", each frame `render()` returns shows the depth image
         beside the rgb one (one uint8 image, as RecordVideo records it); `render(get_depth_data=True)`
         returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
-        `namespace`, `sim_parameters`: the ROS backend's (RosBackend). `reward_type`: "sparse", the task's
+        `namespace`, `sim_parameters`, `step_channel`: the ROS backend's (RosBackend; `step_channel=True`
+        exchanges each step over a socket pair with the sim process instead of two topics: faster). `reward_type`: "sparse", the task's
         reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
         height (doc/gym.md "Learning"). `camera_preset`: "pick_bin", the camera aimed at the pick bin for
         learning from pixels (envs/cameras.py; `camera_size` still sets its image size), or None, the
@@ -84,7 +85,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         self._init_kwargs = dict(config_file=config_file, backend=backend, observation=observation,
                                  render_mode=render_mode, camera_size=camera_size, renderer=renderer,
                                  render_depth=render_depth, until_reached=until_reached, namespace=namespace,
-                                 sim_parameters=sim_parameters, reward_type=reward_type, camera_preset=camera_preset)
+                                 sim_parameters=sim_parameters, reward_type=reward_type, camera_preset=camera_preset,
+                                 step_channel=step_channel)
         self.metadata = {**type(self).metadata, "render_modes": render_modes()}
         if observation not in OBSERVATIONS:
             raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
@@ -93,8 +95,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         if reward_type not in REWARD_TYPES:
             raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
         self.reward_type = reward_type
-        if backend != "ros" and (namespace is not None or sim_parameters is not None):
-            raise ValueError(f"{' and '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
+        if backend != "ros" and (namespace is not None or sim_parameters is not None or step_channel is not None):
+            raise ValueError(f"{', '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
         if render_mode == "human" and not have_display():
             raise ValueError("render_mode='human' opens PyBullet's window and needs a display, and neither DISPLAY "
                              "nor WAYLAND_DISPLAY is set: render headless with 'rgb_array' or 'depth_array', "
@@ -117,7 +119,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
         self.render_mode = render_mode
         images = observation in CAMERA_OBSERVATIONS or render_mode in ("rgb_array", "depth_array")
-        options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters)) if v is not None}
+        options = {k: v for k, v in (("namespace", namespace), ("sim_parameters", sim_parameters),
+                                     ("step_channel", step_channel)) if v is not None}
         # Made at the first reset: a vector env builds one env in the parent process just to read its
         # spaces, and a DDS participant in a parent that then forks would hang the children.
         rendered = self._rendered(config)  # the camera as drawn: at the observation's size (FrankaDeltaEnv)

@@ -2,6 +2,8 @@
 median of the rounds' ratios, with their spread beside it (issue 33). No timing here: made-up numbers."""
 import json
 
+import time
+
 import pytest
 
 from bench.figures import Figure, per_round
@@ -35,17 +37,27 @@ def test_rounds_are_paired_one_to_one():
 def test_the_floor_rows_give_the_gap_and_the_share_of_it_the_floor_is():
     from bench.ros_path import floor_figures
 
+    from bench.ros_path import CHANNEL
+
     rates = {"direct": ([250.0, 200.0, 250.0, 200.0], 4.0), "ros": ([200.0, 160.0, 200.0, 250.0], 4.6),
+             CHANNEL: ([225.0, 180.0, 225.0, 200.0], 4.2),
              "floor": ([5000.0, 4000.0, 10000.0, 4000.0], 0.3),
-             "socket floor": ([20000.0, 50000.0, 25000.0, 10000.0], 0.05)}
+             "socket floor": ([20000.0, 50000.0, 25000.0, 10000.0], 0.05),
+             "floor, working": ([1000 / 5.5, 1000 / 5.4, 1000 / 5.6, 1000 / 5.4], 5.4),
+             "socket floor, working": ([1000 / 5.2, 1000 / 5.1, 1000 / 5.3, 1000 / 5.1], 5.1)}
     # gaps 1.0, 1.25, 1.0, -1.0 ms (a busy round); trips 0.2, 0.25, 0.1, 0.25 ms; over the socket 0.05, 0.02,
-    # 0.04, 0.1 ms
-    gap, floor, cpu, socket = floor_figures("X ros / direct, state", rates, "note")
+    # 0.04, 0.1 ms; around 5 ms of work 0.5, 0.4, 0.6, 0.4 and 0.2, 0.1, 0.3, 0.1 ms; the channel's gaps
+    # 0.444, 0.556, 0.444, 0.0 ms
+    gap, floor, cpu, socket, working, channel_gap, channel_floor = floor_figures("X ros / direct, state", rates,
+                                                                               "note")
     assert gap.value == pytest.approx(1.0) and gap.unit == "ms"
     assert floor.value == pytest.approx(0.225) and floor.raw_pybullet == pytest.approx(1.0)
     assert floor.ratio == pytest.approx(0.225)  # of the medians: the busy round's negative gap moves it little
     assert cpu.value == pytest.approx(0.3) and cpu.ratio == pytest.approx(0.5)  # of 4.6 - 4.0 ms
     assert socket.value == pytest.approx(0.045) and socket.raw_pybullet == pytest.approx(0.225)
+    assert working.value == pytest.approx(0.45) and working.ratio == pytest.approx(0.45)
+    assert channel_gap.value == pytest.approx(0.4444, abs=1e-3)
+    assert channel_floor.value == pytest.approx(0.15) and channel_floor.raw_pybullet == pytest.approx(0.4444, abs=1e-3)
 
 
 def test_the_socket_echo_answers_each_request_from_another_process():
@@ -56,7 +68,10 @@ def test_the_socket_echo_answers_each_request_from_another_process():
     try:
         for _ in range(50):
             echo.exchange(timeout=10.0)  # raises if an answer names another request
-        assert echo.request == 51 and echo.process.poll() is None
+        start = time.perf_counter()
+        echo.exchange(timeout=10.0, work=0.05)  # the server keeps busy 50 ms before it answers
+        assert time.perf_counter() - start >= 0.05
+        assert echo.request == 52 and echo.process.poll() is None
     finally:
         echo.close()
     assert echo.process.returncode == 0  # it ended when the socket closed

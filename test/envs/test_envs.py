@@ -76,19 +76,21 @@ def episode(env_id, backend, actions, **kwargs):
                                                  ("binpick_sim/FrankaVelocity-v0", "state")])
 def test_same_seed_and_actions_give_the_same_episode_on_both_backends(env_id, observation):
     """State exactly; images within one intensity level (both render with the same TinyRenderer, so
-    they come out identical here, but a renderer's rounding is not a promise)."""
+    they come out identical here, but a renderer's rounding is not a promise). The ROS backend both ways:
+    over its topics and over its step channel (step_channel=True)."""
     space = gym.make(env_id, camera_size=SMALL_CAMERA).action_space
     space.seed(7)
     actions = [space.sample() for _ in range(12)]
     direct = episode(env_id, "direct", actions, observation=observation)
-    ros = episode(env_id, "ros", actions, observation=observation)
-    assert direct[1] == ros[1] and direct[2] == ros[2]
-    for a, b in zip(direct[0], ros[0]):
-        for key in a:
-            if key == "rgb":
-                assert np.abs(a[key].astype(int) - b[key]).max() <= 1
-            else:
-                assert np.array_equal(a[key], b[key]), key
+    for ros in (episode(env_id, "ros", actions, observation=observation),
+                episode(env_id, "ros", actions, observation=observation, step_channel=True)):
+        assert direct[1] == ros[1] and direct[2] == ros[2]
+        for a, b in zip(direct[0], ros[0]):
+            for key in a:
+                if key == "rgb":
+                    assert np.abs(a[key].astype(int) - b[key]).max() <= 1
+                else:
+                    assert np.array_equal(a[key], b[key]), key
 
 
 def test_delta_image_observations_are_the_camera_drawn_at_their_size():
@@ -296,16 +298,17 @@ def test_scripted_picker_grabs_an_object():
         env.close()
 
 
-def test_a_dead_sim_is_reported_at_once_with_its_exit_status_and_log():
+@pytest.mark.parametrize("step_channel", [False, True])
+def test_a_dead_sim_is_reported_at_once_with_its_exit_status_and_log(step_channel):
     """kill -9 of the ROS backend's private sim: step and reset raise SimProcessDied promptly (well
     under the backend's 120 s per-call timeout), naming the signal and quoting the sim's log, and every
-    later call does the same."""
+    later call does the same; over the topics and over the step channel."""
     import signal
     import time
 
     from binpick_sim.nodes.process.spawn import SimProcessDied
 
-    env = make("binpick_sim/FrankaDelta-v0", backend="ros", observation="state")
+    env = make("binpick_sim/FrankaDelta-v0", backend="ros", observation="state", step_channel=step_channel)
     try:
         env.reset(seed=0)
         env.step(np.zeros(5, np.float32))

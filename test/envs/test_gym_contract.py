@@ -148,8 +148,9 @@ def test_unknown_arguments_raise_a_type_error_naming_the_valid_ones(env_id):
 
 
 def test_ros_options_are_refused_on_the_direct_backend():
-    with pytest.raises(ValueError, match="namespace and sim_parameters are options of backend='ros'"):
-        make("binpick_sim/FrankaDelta-v0", namespace="/mine")
+    for option in ({"namespace": "/mine"}, {"step_channel": True}):
+        with pytest.raises(ValueError, match="namespace, sim_parameters, step_channel are options of backend='ros'"):
+            make("binpick_sim/FrankaDelta-v0", **option)
     with pytest.raises(ValueError, match="backend must be one of"):
         make("binpick_sim/FrankaDelta-v0", backend="Direct")
 

@@ -135,3 +135,92 @@ def test_a_reply_shapes_each_object_as_it_is_now_also_after_a_delete_and_a_spawn
             assert shape_of(request) == ("box", pytest.approx([size] * 3))
     finally:
         stack.loop.run(entities.close)
+
+
+# --- the step channel (nodes/common/step_channel.py): the same exchange over a socket pair -------------------
+
+@pytest.fixture
+def channel_stack(ros_context, monkeypatch):
+    """A lock-step stack serving a step channel whose other end is this test's: (stack, client, connection)."""
+    from binpick_sim.nodes.clients.client import SimClient
+    from binpick_sim.nodes.common import step_channel
+    from binpick_sim.nodes.process.stack import SimStack
+
+    ours, theirs = step_channel.pair()
+    monkeypatch.setenv(step_channel.VARIABLE, str(theirs))  # as RosBackend(step_channel=True) starts its sim
+    overrides = {"world": parameters(lockstep=True, task=True, camera=False)}
+    try:
+        with SimStack(ros_context, overrides) as stack:
+            client = SimClient("channel_test", context=ros_context, topics={})
+            try:
+                yield stack, client, ours
+            finally:
+                client.close()
+    finally:
+        ours.close()
+
+
+def channel_exchange(connection, data, timeout=30.0):
+    from binpick_sim.nodes.common import step_channel
+
+    connection.send_bytes(step_channel.request_bytes(data))
+    assert connection.poll(timeout), f"no reply to request {data[0]} within {timeout} s"
+    return json.loads(connection.recv_bytes())
+
+
+def test_the_step_channel_takes_requests_and_refuses_bad_ones_as_task_step_does(channel_stack, monkeypatch):
+    """The same requests as task/step's tests, over the channel: one reply each, the command through the
+    arm's checks, bad ones (and a frame that is no float64 array) refused, counted and unanswered. The
+    physics thread serves the channel; the other callbacks are the executor thread's again, and its work
+    wakes an hour-long wait for the next request."""
+    import threading
+
+    from binpick_sim.cell import loop as loop_module
+
+    stack, client, connection = channel_stack
+    assert stack.channel is not None and not stack.physics_serves
+    assert any(t.name == "executor" for t in threading.enumerate())
+    task, arm = stack.task, stack.nodes[1]
+    start = channel_exchange(connection, [1, 0, 0])
+    target = np.array(start["joint_positions"])
+    target[0] += 0.2
+    reply = channel_exchange(connection, [2, 1, 48, *target])
+    assert reply["request"] == 2 and reply["taken"]
+    assert reply["stamp"] == pytest.approx(start["stamp"] + 48 * stack.sim.world.timestep)
+    assert reply["joint_positions"][0] - start["joint_positions"][0] > 0.1
+    for bad in ([], [3, 1], [3.5, 0, 1], [3, 7, 1], [3, 0, -1], [3, 0, 1e12], [np.nan, 0, 1], [2**63, 0, 1]):
+        connection.send_bytes(np.array(bad, dtype=float).tobytes())
+    connection.send_bytes(b"seven b")
+    reply = channel_exchange(connection, [4, 2, 1, *[np.nan] * 9])
+    assert reply["request"] == 4 and not reply["taken"]
+    assert sum(task.diagnostics.rejected.values()) == 9 and sum(arm.diagnostics.rejected.values()) == 1
+    assert reply["stamp"] == pytest.approx(start["stamp"] + 49 * stack.sim.world.timestep)
+    monkeypatch.setattr(loop_module, "HOLD_WAIT", 3600.0)
+    channel_exchange(connection, [5, 0, 0])  # the loop now waits an hour for the next request
+    assert client.call("world/reset", timeout=10).success  # served by the executor thread, handed over
+    settled = stack.loop.run(lambda: stack.sim.world.time, timeout=10)
+    assert channel_exchange(connection, [6, 0, 24])["stamp"] == pytest.approx(settled + 24 * stack.sim.world.timestep)
+
+
+def test_a_frame_longer_than_any_request_closes_the_channel_and_the_sim_serves_on(channel_stack):
+    from binpick_sim.nodes.common import step_channel
+
+    stack, client, connection = channel_stack
+    channel_exchange(connection, [1, 0, 0])
+    connection.send_bytes(bytes(step_channel.MAX_REQUEST + 8))
+    assert connection.poll(10)
+    with pytest.raises((EOFError, ConnectionResetError)):  # (reset: the frame's bytes were left unread)
+        connection.recv_bytes()  # closed by the sim: a frame that long is no env's
+    assert client.call("world/reset", timeout=10).success  # the rest of the sim goes on
+
+
+def test_a_step_channel_variable_that_names_no_socket_is_refused_naming_it(tmp_path):
+    from binpick_sim.nodes.common import step_channel
+
+    with open(tmp_path / "file", "w") as not_a_socket:
+        for value in ("x", "-1", "99999", str(not_a_socket.fileno())):
+            environ = {step_channel.VARIABLE: value}
+            with pytest.raises(ValueError, match=f"{step_channel.VARIABLE}='{value}' names no open socket"):
+                step_channel.inherited(environ)
+            assert environ == {}  # taken out: the sim's own children do not inherit it
+    assert step_channel.inherited({}) is None

@@ -38,7 +38,8 @@ class SimClient:
     def __init__(self, name: str = "binpick_client", namespace: str = "", context: Context | None = None,
                  topics: dict | None = None, executor=SingleThreadedExecutor, depth: int = 1):
         """`executor`: the executor class (or factory taking `context=`) that serves this client's node.
-        `depth`: each subscription's history. 1 keeps only the newest message (what a client that reads
+        `topics`: topic -> message type to keep the latest of (None: TOPICS; {}: none). `depth`: each
+        subscription's history. 1 keeps only the newest message (what a client that reads
         `latest` wants); a message that arrives before the one before it was taken replaces it, so
         `counts` then counts what this client took, not what was published. To count every frame the
         camera publishes, take the publishers' depth (camera_node.FRAME_DEPTH)."""
@@ -51,7 +52,7 @@ class SimClient:
         self.counts: dict[str, int] = {}
         self.history = depth  # (not `depth`: that is the method reading the depth image)
         self.subscriptions = {topic: self.node.create_subscription(msg_type, topic, self._keeper(topic), depth)
-                              for topic, msg_type in (topics or TOPICS).items()}
+                              for topic, msg_type in (TOPICS if topics is None else topics).items()}
         self.publishers = {name: self.node.create_publisher(Float64MultiArray, f"arm/{name}_commands", 10)
                            for name in ("position", "velocity", "delta")}
         self.bridge = CvBridge()

@@ -27,11 +27,13 @@ class SimProcess:
     """The simulation in its own process; `stop()` sends Ctrl-C and waits, as a user would."""
 
     def __init__(self, parameters: dict[str, object] | None = None, log: Path | None = None, env=None,
-                 namespace: str = ""):
+                 namespace: str = "", pass_fds=()):
+        """`pass_fds`: descriptors the process inherits (a gym env's step channel)."""
         command = [sys.executable, "-m", "binpick_sim.nodes.process.entry", *ros_args(parameters or {}, namespace)]
         self.log = log
         self.log_file = open(log, "w") if log else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT, env=env)
+        self.process = subprocess.Popen(command, stdout=self.log_file, stderr=subprocess.STDOUT, env=env,
+                                        pass_fds=pass_fds)
 
     def running(self) -> bool:
         return self.process.poll() is None

@@ -33,7 +33,7 @@ from rclpy.utilities import get_default_context
 from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
 from .interrupt import stop_interrupted
-from ..common import shm
+from ..common import shm, step_channel
 from ..common.dds import use_package_profile
 from ..common.teardown import destroy_fully
 from ..servers.arm_node import ArmNode
@@ -79,6 +79,7 @@ class SimStack:
         def options(name: str) -> dict:
             return {"context": context, "parameter_overrides": parameters.get(name, [])}
 
+        channel = step_channel.inherited()  # a gym env's step channel (its ValueError before anything is built)
         probe = check_start_parameters(options("arm"))  # before seconds of world building
         try:
             self.world = WorldNode(**options("world"))
@@ -93,8 +94,9 @@ class SimStack:
         if self.world.camera_enabled:
             self.nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
                            for name in self.sim.cameras]
-        if self.world.task_enabled:
-            self.nodes.append(TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task")))
+        self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task")) \
+            if self.world.task_enabled else None
+        self.nodes += [self.task] * (self.task is not None)
         if self.world.robot_interface:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
@@ -111,9 +113,18 @@ class SimStack:
         for node in self.nodes:
             (self.slow_executor if node in slow else self.executor).add_node(node)
         # Lock-step (the gym envs): the physics thread waits for requests anyway, so it serves the short
-        # callbacks itself between two requests; a thread of their own would hand each one over.
+        # callbacks itself between two requests; a thread of their own would hand each one over. With a
+        # gym env's step channel (common/step_channel.py), it serves that channel instead, and the
+        # callbacks go back to the executor thread.
+        self.channel = None
+        task = self.task if self.loop.lockstep else None
         self.physics_serves = self.loop.lockstep and not self.world.robot_interface and \
-            self.world.executor_kind != "multi"
+            self.world.executor_kind != "multi" and (channel is None or task is None)
+        if channel is not None and task is not None:
+            self.channel = step_channel.Server(channel, task.on_channel_step, task.get_logger().warning)
+            self.loop.serve_while_holding(self.channel.serve, self.channel.wake)
+        elif channel is not None:
+            channel.close()
         if self.physics_serves:
             self.loop.serve_while_holding(self._serve_once, waker(self.world))
         self._serving = False
@@ -189,6 +200,8 @@ class SimStack:
                 executor.shutdown(timeout_sec=2.0)
         for node in self.nodes:
             destroy_fully(node)
+        if self.channel is not None:
+            self.channel.close()
         self.sim.close()
 
     def __enter__(self) -> "SimStack":

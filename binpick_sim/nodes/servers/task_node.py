@@ -14,6 +14,7 @@ through the arm node's own checks (rejections counted on the arm's /diagnostics 
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
@@ -24,6 +25,7 @@ from ...picking.privileged import privileged_state
 from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
 from ..common.params import MAX_RATE, MIN_RATE, declare
+from ..common.step_channel import request_values
 from ..common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC, UNTIL_REACHED  # (also importable from here)
 
 MAX_STEPS = 100_000  # physics steps one request may ask for
@@ -49,7 +51,8 @@ class TaskNode(Node):
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
         self.sequence = 0
-        self.request: tuple[float, bool] | None = None  # (id, command taken) of the step being answered
+        # (id, command taken, how to answer: None publishes task/observation) of the step being answered
+        self.request: tuple[int, bool, Callable[[bytes], None] | None] | None = None
         self.publisher = self.create_publisher(String, "task/status", 10)
         self.observation_publisher = self.create_publisher(String, OBSERVATION_TOPIC, 10)
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
@@ -63,11 +66,23 @@ class TaskNode(Node):
         """A boolean parameter's setter: one attribute, read by the physics thread at its next reply."""
         return lambda value: setattr(self, name, bool(value))
 
-    # --- executor thread ----------------------------------------------------------------------
+    # --- executor thread (or the physics thread, serving the step channel) -------------------------
     def on_step(self, msg: Float64MultiArray) -> None:
+        self.take(msg.data)
+
+    def on_channel_step(self, data: bytes, reply: Callable[[bytes], None]) -> None:
+        """A request on the step channel (common/step_channel.py): checked and taken as task/step's, its
+        observation sent back through `reply` instead of published."""
+        try:
+            values = request_values(data)
+        except ValueError as exc:
+            self.diagnostics.reject("step channel", str(exc))
+            return
+        self.take(values, reply)
+
+    def take(self, data, reply: Callable[[bytes], None] | None = None) -> None:
         """Check the command with the arm node's checks (rejections counted on its /diagnostics), then hand
         it and its steps to the physics thread together."""
-        data = msg.data
         try:
             if len(data) < 3 or not all(map(_is_integer, data[:3])):
                 raise BadCommand("expected [request id, command, steps, values...] with integers first")
@@ -76,19 +91,19 @@ class TaskNode(Node):
                 raise BadCommand(f"command must be 0..{len(STEP_COMMANDS) - 1} ({', '.join(STEP_COMMANDS)}) "
                                  f"and steps 0..{MAX_STEPS}, got {code} and {steps}")
         except BadCommand as exc:
-            self.diagnostics.reject(STEP_TOPIC, str(exc))
+            self.diagnostics.reject(STEP_TOPIC if reply is None else "step channel", str(exc))
             return
         command = STEP_COMMANDS[code]
         apply = self.arm.prepared(command.removesuffix(UNTIL_REACHED), data[3:]) if code else None
         until = self.sim.arm.target_reached if command.endswith(UNTIL_REACHED) else None
-        self.loop.call(self._start, request, code == 0 or apply is not None, apply, steps, until)
+        self.loop.call(self._start, (request, code == 0 or apply is not None, reply), apply, steps, until)
 
     # --- physics thread -----------------------------------------------------------------------
-    def _start(self, request: int, taken: bool, apply, steps: int, until) -> None:
+    def _start(self, request: tuple, apply, steps: int, until) -> None:
         """One hand-off per request: the command (if taken), then its steps, which therefore see it."""
         if apply is not None:
             apply()
-        self.request = (request, taken)
+        self.request = request
         self.loop.advance(steps, until=until)
 
     def update(self) -> None:
@@ -104,9 +119,12 @@ class TaskNode(Node):
         if self.publisher.get_subscription_count():
             self.publisher.publish(String(data=json.dumps(report)))
         if self.request is not None:
-            (request, taken), self.request = self.request, None
-            self.observation_publisher.publish(String(data=json.dumps(
-                {"request": request, "taken": taken, **report, **self.observation()})))
+            (request, taken, reply), self.request = self.request, None
+            answer = json.dumps({"request": request, "taken": taken, **report, **self.observation()})
+            if reply is None:
+                self.observation_publisher.publish(String(data=answer))
+            else:
+                reply(answer.encode())
 
     def observation(self) -> dict:
         """What the gym env observes, as plain numbers (JSON keeps every float exactly)."""

@@ -1,0 +1,120 @@
+"""The step channel: a gym env's lock-step exchange with its own `sim` process over a socket pair,
+instead of the `task/step` and `task/observation` topics (opt-in: `RosBackend(step_channel=True)`,
+`gym.make(..., backend="ros", step_channel=True)`).
+
+Why: over the topics an env step costs about 1 ms more than in-process. A third of that is DDS's round
+trip, which no code of ours can shorten; most of the rest is rclpy's executors and messages on both
+sides (issue 33; doc/benchmarks.md, "ros path"). The env's sim process is its private child, so the
+exchange with it need not be a ROS topic: the parent makes a Unix socket pair and the child inherits one
+end, named by the environment variable below. Everything else stays ROS (images, parameters, resets,
+every topic a user watches); only the step exchange leaves what `ros2 topic echo` and rosbag see.
+
+Messages are `multiprocessing.connection` frames (a length, then the bytes): the request is the same
+float64 layout as task/step's (wire.STEP_COMMANDS), the reply the same JSON as task/observation's.
+"""
+from __future__ import annotations
+
+import array
+import os
+import select
+import socket
+import stat
+from multiprocessing.connection import Connection
+
+VARIABLE = "BINPICK_STEP_CHANNEL"  # the child's end: a file descriptor number
+MAX_REQUEST = 64 * 1024  # bytes: [request id, command, steps, values...] is a few hundred
+
+
+def pair() -> tuple[Connection, int]:
+    """(the parent's end, the child's end as a descriptor to pass on with `pass_fds`)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return Connection(ours.detach()), theirs.detach()
+
+
+def inherited(environ=os.environ) -> Connection | None:
+    """The child's end named by VARIABLE (removed from `environ`, so the sim's own children do not
+    inherit the name), or None without it. ValueError for a value that is not an open socket."""
+    value = environ.pop(VARIABLE, None)
+    if value is None:
+        return None
+    try:
+        fd = int(value)
+        is_socket = stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except (ValueError, OSError):
+        is_socket = False
+    if not is_socket:
+        raise ValueError(f"{VARIABLE}={value!r} names no open socket (the gym env's ROS backend sets it for its own "
+                         "sim process; unset it)")
+    return Connection(fd)
+
+
+def request_bytes(values) -> bytes:
+    return array.array("d", values).tobytes()
+
+
+def request_values(data: bytes) -> array.array:
+    """The float64 values of a request; ValueError for a length that is not a whole number of them."""
+    if len(data) % 8:
+        raise ValueError(f"a step request is float64 values, got {len(data)} bytes")
+    values = array.array("d")
+    values.frombytes(data)
+    return values
+
+
+class Server:
+    """The sim's end, served by the physics thread between requests (PhysicsLoop.serve_while_holding):
+    `serve(timeout)` waits for a request or a `wake()` and hands a request to `handle(data, reply)`."""
+
+    def __init__(self, connection: Connection, handle, log):
+        self.connection: Connection | None = connection
+        self.handle, self.log = handle, log
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        # One poll object for the server's life (multiprocessing.connection.wait builds a selector per call)
+        self._poll = select.poll()
+        for fd in (self._wake_r, connection.fileno()):
+            self._poll.register(fd, select.POLLIN)
+
+    def wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except BlockingIOError:  # woken already: the pipe holds unread bytes
+            pass
+
+    def serve(self, timeout: float) -> None:
+        for fd, _ in self._poll.poll(1000.0 * timeout):
+            if fd == self._wake_r:
+                os.read(self._wake_r, 4096)
+            elif self.connection is not None:
+                self._take()
+
+    def _take(self) -> None:
+        try:
+            data = self.connection.recv_bytes(MAX_REQUEST)
+        except (EOFError, OSError) as exc:  # the env closed its end (or sent a frame too long): no more steps
+            if not isinstance(exc, EOFError):
+                self.log(f"step channel closed: {exc}")
+            self._drop()
+            return
+        self.handle(data, self.reply)
+
+    def reply(self, data: bytes) -> None:
+        if self.connection is None:
+            return
+        try:
+            self.connection.send_bytes(data)
+        except OSError as exc:  # the env is gone; the sim follows its parent (stack.exit_with_parent)
+            self.log(f"step channel closed: {exc}")
+            self._drop()
+
+    def _drop(self) -> None:
+        """No more steps on the channel (the wake-up pipe still serves)."""
+        if self.connection is not None:
+            self._poll.unregister(self.connection.fileno())
+            self.connection.close()
+            self.connection = None
+
+    def close(self) -> None:
+        self._drop()
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
