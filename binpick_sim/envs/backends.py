@@ -200,6 +200,7 @@ class RosBackend:
         from ..nodes.clients.client import TOPICS, SimClient
         from ..nodes.process.spawn import SimProcess
         from ..nodes.common import step_channel as channels
+        from ..nodes.common.dds import PROFILE_VARIABLE, frame_profile
         from ..nodes.common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
@@ -209,6 +210,11 @@ class RosBackend:
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
         scene = save_config(config, Path(self.folder.name) / "scene.yaml")
         self.privileged = bool(privileged)
+        environ = dict(os.environ)  # the sim's: with the step channel's end, a profile for large frames
+        # (rgb + depth, and the labels: nodes/common/dds.py frame_profile says why)
+        frame = config.camera.width * config.camera.height * (3 + 4 + 4 * self.segmentation)
+        if images and (profile := frame_profile(Path(self.folder.name), frame, environ)) is not None:
+            environ[PROFILE_VARIABLE] = str(profile)
         self.channel, theirs = channels.pair() if step_channel else (None, None)
         if self.channel is not None:  # one poll object (Connection.poll builds a selector per call)
             self.channel_poll = select.poll()
@@ -217,7 +223,7 @@ class RosBackend:
             self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
                                        "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                       log=Path(self.folder.name) / "sim.log", namespace=self.namespace,
-                                      env=None if theirs is None else {**os.environ, channels.VARIABLE: str(theirs)},
+                                      env=environ if theirs is None else {**environ, channels.VARIABLE: str(theirs)},
                                       pass_fds=() if theirs is None else (theirs,))
         finally:
             if theirs is not None:

@@ -37,3 +37,65 @@ def test_the_profile_shortens_the_writers_heartbeat_and_nothing_else():
     period = writer.find("p:times/p:heartbeatPeriod", NS)
     seconds = int(period.find("p:sec", NS).text) + int(period.find("p:nanosec", NS).text) / 1e9
     assert seconds == 0.1
+
+
+# --- a gym env's private sim, with frames larger than Fast DDS's shared-memory segment ------------------------
+
+def test_a_frame_profile_is_written_only_for_frames_that_do_not_fit_the_default_segment(tmp_path, monkeypatch):
+    import os
+
+    from binpick_sim.nodes.common import dds
+
+    small, large = 64 * 64 * 7, 640 * 480 * 7  # rgb + depth bytes
+    assert dds.frame_profile(tmp_path, small, {}) is None  # 4 frames fit 512 KB
+    assert dds.frame_profile(tmp_path, large, {PROFILE_VARIABLE: "/home/me/mine.xml"}) is None
+    assert dds.frame_profile(tmp_path, large, {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}) is None
+    assert dds.frame_profile(tmp_path, large, {}, shm=str(tmp_path / "absent")) is None
+    full = os.statvfs_result((4096, 4096, 1000, 0, 0, 1000, 0, 0, 0, 255))  # no block free
+    monkeypatch.setattr(os, "statvfs", lambda path: full)
+    assert dds.frame_profile(tmp_path, large, {}) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_frame_profile_keeps_the_package_profile_and_sizes_the_shared_memory_segment(tmp_path):
+    """The package's writer settings, and the transports Fast DDS builds in (shared memory, UDPv4) as user
+    transports, the segment holding four 640x480 frames (2.15 MB each) in whole MiB."""
+    from binpick_sim.nodes.common import dds
+
+    path = dds.frame_profile(tmp_path, 640 * 480 * 7, {})
+    root = ET.parse(path).getroot()
+    package = ET.parse(profile_path()).getroot()
+    assert ET.tostring(root.find("p:data_writer", NS)) == ET.tostring(package.find("p:data_writer", NS))
+    shm, udp = root.findall("p:transport_descriptors/p:transport_descriptor", NS)
+    assert (shm.find("p:type", NS).text, udp.find("p:type", NS).text) == ("SHM", "UDPv4")
+    assert int(shm.find("p:segment_size", NS).text) == 9 * 1024 * 1024
+    rtps = root.find("p:participant/p:rtps", NS)
+    assert rtps.find("p:useBuiltinTransports", NS).text == "false"
+    assert [t.text for t in rtps.findall("p:userTransports/p:transport_id", NS)] == \
+        [shm.find("p:transport_id", NS).text, udp.find("p:transport_id", NS).text]
+
+
+def test_a_640x480_image_env_over_ros_runs_its_sim_with_the_large_segment():
+    """Fast DDS really maps the larger segment in the env's sim (its /proc maps), and frames arrive whole."""
+    import re
+
+    import gymnasium as gym
+    import numpy as np
+
+    import binpick_sim.envs  # noqa: F401
+
+    env = gym.make("binpick_sim/FrankaPosition-v0", backend="ros", observation="image", camera_size=(640, 480),
+                   renderer="tiny")
+    try:
+        observation, _ = env.reset(seed=0)
+        observation, *_ = env.step(env.action_space.sample())
+        assert observation["rgb"].shape == (480, 640, 3) and np.isfinite(observation["depth"]).all()
+        pid = env.unwrapped.backend.process.process.pid
+        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        assert f"{PROFILE_VARIABLE}={env.unwrapped.backend.folder.name}/fastdds.xml".encode() in environ
+        segments = [int(end, 16) - int(start, 16) for start, end in
+                    re.findall(r"^([0-9a-f]+)-([0-9a-f]+) .*/dev/shm/fastrtps_[0-9a-f]+$",
+                               open(f"/proc/{pid}/maps").read(), re.M)]
+        assert max(segments) >= 9 * 1024 * 1024, segments  # the default's are 512 KB and a little
+    finally:
+        env.close()

@@ -45,3 +45,65 @@ def profile_in_use(environ: MutableMapping[str, str] = os.environ) -> str:
 
 def rmw(environ: MutableMapping[str, str]) -> str:
     return environ.get("RMW_IMPLEMENTATION") or FAST_DDS_RMWS[0]  # unset or empty: ROS 2's default
+
+
+SHM_SEGMENT = 512 * 1024  # bytes: Fast DDS 2.x's default shared-memory segment, per participant
+FRAMES_IN_SEGMENT = 4  # frames a gym env's sim's segment holds: the one being read, the next, and room
+SHM_FOLDER = "/dev/shm"
+
+
+def frame_profile(folder: Path, frame_bytes: int, environ: MutableMapping[str, str] = os.environ,
+                  shm: str = SHM_FOLDER) -> Path | None:
+    """A profile for a gym env's private sim whose camera frames do not fit Fast DDS's default shared-memory
+    segment: the package's profile plus the two transports Fast DDS builds in (shared memory, UDPv4), the
+    shared memory's segment holding FRAMES_IN_SEGMENT frames. Written to `folder`; returns its path, or None
+    where the package's profile serves as it is: frames that fit, a profile or RMW of the user's own, or a
+    /dev/shm with less than twice the segment free (Docker's default is 64 MB).
+
+    Why: a 640x480 frame (rgb + depth, 2.2 MB) does not fit 512 KB, and Fast DDS then sends it in fragments
+    (doc/how-it-is-built.md, "DDS settings"); an image env step over ROS took 10 ms more than one with
+    the frame in one piece. Under ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST rmw_fastrtps adds its own
+    shared-memory and UDP transports after these; discovery stays as ROS sets it."""
+    if environ.get(PROFILE_VARIABLE) or rmw(environ) not in FAST_DDS_RMWS:
+        return None
+    if FRAMES_IN_SEGMENT * frame_bytes <= SHM_SEGMENT:
+        return None
+    mib = 1024 * 1024
+    segment = -(-FRAMES_IN_SEGMENT * frame_bytes // mib) * mib  # whole MiB
+    try:
+        usage = os.statvfs(shm)
+    except OSError:
+        return None
+    if usage.f_bavail * usage.f_frsize < 2 * segment:
+        return None
+    import xml.etree.ElementTree as ElementTree
+
+    namespace = "http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"
+    ElementTree.register_namespace("", namespace)
+    tree = ElementTree.parse(profile_path())
+    root = tree.getroot()
+
+    def sub(parent, tag: str, text: str | None = None):
+        element = ElementTree.SubElement(parent, f"{{{namespace}}}{tag}")
+        element.text = text
+        return element
+
+    descriptors = ElementTree.Element(f"{{{namespace}}}transport_descriptors")
+    root.insert(0, descriptors)
+    for name, kind in (("binpick_shm", "SHM"), ("binpick_udp", "UDPv4")):
+        descriptor = sub(descriptors, "transport_descriptor")
+        sub(descriptor, "transport_id", name)
+        sub(descriptor, "type", kind)
+        if kind == "SHM":
+            sub(descriptor, "segment_size", str(segment))
+    participant = sub(root, "participant")
+    participant.set("profile_name", "binpick_sim_participant")
+    participant.set("is_default_profile", "true")
+    rtps = sub(participant, "rtps")
+    sub(rtps, "useBuiltinTransports", "false")
+    transports = sub(rtps, "userTransports")
+    for name in ("binpick_shm", "binpick_udp"):
+        sub(transports, "transport_id", name)
+    path = Path(folder) / "fastdds.xml"
+    tree.write(path, encoding="UTF-8", xml_declaration=True)
+    return path
