@@ -73,12 +73,12 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`, `step_channel`: the ROS backend's (RosBackend; `step_channel=True`
-        exchanges each step over a socket pair with the sim process instead of two topics: faster). `reward_type`: "sparse", the task's
-        reward, or "dense", that plus `privileged.shaping` toward the nearest object and the grab's
-        height (doc/gym.md "Learning"). `camera_preset`: "pick_bin", the camera aimed at the pick bin for
-        learning from pixels (envs/cameras.py; `camera_size` still sets its image size), or None, the
-        scene file's camera. Any other keyword is refused with
-        a TypeError naming the valid ones (a misspelled option would otherwise be silently ignored)."""
+        exchanges each step over a socket pair with the sim process instead of two topics: faster).
+        `reward_type`: "sparse", the task's reward, or "dense", that plus `privileged.shaping` toward the
+        nearest object and the grab's height (doc/gym.md "Learning"). `camera_preset`: "pick_bin", the
+        camera aimed at the pick bin for learning from pixels (envs/cameras.py; `camera_size` still sets its
+        image size), or None, the scene file's camera. Any other keyword is refused with a TypeError naming
+        the valid ones (a misspelled option would otherwise be silently ignored)."""
         if unknown:
             raise TypeError(f"{type(self).__name__} got unknown argument(s) {', '.join(map(repr, sorted(unknown)))}; "
                             f"valid arguments: {', '.join(self.argument_names())}")

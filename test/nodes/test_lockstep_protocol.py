@@ -224,3 +224,22 @@ def test_a_step_channel_variable_that_names_no_socket_is_refused_naming_it(tmp_p
                 step_channel.inherited(environ)
             assert environ == {}  # taken out: the sim's own children do not inherit it
     assert step_channel.inherited({}) is None
+
+
+def test_a_channel_request_whose_handling_fails_leaves_the_physics_thread_serving(channel_stack, monkeypatch):
+    """An exception from a request's handling (a bug, say) is logged on the physics thread that serves the
+    channel, never raised out of it: the loop goes on and the next request is answered."""
+    stack, client, connection = channel_stack
+    handle = stack.channel.handle
+    failed = []
+
+    def fail_once(data, reply):
+        if not failed:
+            failed.append(data)
+            raise RuntimeError("a bug")
+        handle(data, reply)
+
+    monkeypatch.setattr(stack.channel, "handle", fail_once)
+    connection.send_bytes(np.array([1, 0, 0], dtype=float).tobytes())
+    reply = channel_exchange(connection, [2, 0, 24])
+    assert failed and reply["request"] == 2 and stack.loop.running

@@ -2,12 +2,13 @@
 instead of the `task/step` and `task/observation` topics (opt-in: `RosBackend(step_channel=True)`,
 `gym.make(..., backend="ros", step_channel=True)`).
 
-Why: over the topics an env step costs about 1 ms more than in-process. A third of that is DDS's round
-trip, which no code of ours can shorten; most of the rest is rclpy's executors and messages on both
-sides (issue 33; doc/benchmarks.md, "ros path"). The env's sim process is its private child, so the
-exchange with it need not be a ROS topic: the parent makes a Unix socket pair and the child inherits one
-end, named by the environment variable below. Everything else stays ROS (images, parameters, resets,
-every topic a user watches); only the step exchange leaves what `ros2 topic echo` and rosbag see.
+Why: over the topics an env step costs about 1 ms more than in-process. About half of that is DDS's
+round trip with the two processes' wake-ups, which no code of ours can shorten; much of the rest is
+rclpy's executors and messages on both sides (issue 33; doc/benchmarks.md, "ros path"). The env's sim
+process is its private child, so the exchange with it need not be a ROS topic: the parent makes a Unix
+socket pair and the child inherits one end, named by the environment variable below. Everything else
+stays ROS (images, parameters, resets, every topic a user watches); only the step exchange leaves what
+`ros2 topic echo` and rosbag see.
 
 Messages are `multiprocessing.connection` frames (a length, then the bytes): the request is the same
 float64 layout as task/step's (wire.STEP_COMMANDS), the reply the same JSON as task/observation's.
@@ -45,6 +46,7 @@ def inherited(environ=os.environ) -> Connection | None:
     if not is_socket:
         raise ValueError(f"{VARIABLE}={value!r} names no open socket (the gym env's ROS backend sets it for its own "
                          "sim process; unset it)")
+    os.set_inheritable(fd, False)  # the sim's own children (a render worker) do not hold the env's channel open
     return Connection(fd)
 
 
@@ -96,7 +98,10 @@ class Server:
                 self.log(f"step channel closed: {exc}")
             self._drop()
             return
-        self.handle(data, self.reply)
+        try:
+            self.handle(data, self.reply)
+        except Exception as exc:  # a broken request must not stop the physics thread that serves it
+            self.log(f"a step channel request failed: {exc!r}")
 
     def reply(self, data: bytes) -> None:
         if self.connection is None:

@@ -94,9 +94,10 @@ class SimStack:
         if self.world.camera_enabled:
             self.nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
                            for name in self.sim.cameras]
-        self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task")) \
-            if self.world.task_enabled else None
-        self.nodes += [self.task] * (self.task is not None)
+        self.task = None
+        if self.world.task_enabled:
+            self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task"))
+            self.nodes.append(self.task)
         if self.world.robot_interface:
             self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
         if self.world.reasoning_enabled:
