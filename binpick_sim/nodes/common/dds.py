@@ -49,6 +49,7 @@ def rmw(environ: MutableMapping[str, str]) -> str:
 
 SHM_SEGMENT = 512 * 1024  # bytes: Fast DDS 2.x's default shared-memory segment, per participant
 FRAMES_IN_SEGMENT = 4  # frames a gym env's sim's segment holds: the one being read, the next, and room
+SHM_SHARE = 8  # a segment takes at most this fraction of /dev/shm's free space: 1/8 (see frame_profile)
 SHM_FOLDER = "/dev/shm"
 
 
@@ -58,7 +59,10 @@ def frame_profile(folder: Path, frame_bytes: int, environ: MutableMapping[str, s
     segment: the package's profile plus the two transports Fast DDS builds in (shared memory, UDPv4), the
     shared memory's segment holding FRAMES_IN_SEGMENT frames. Written to `folder`; returns its path, or None
     where the package's profile serves as it is: frames that fit, a profile or RMW of the user's own, or a
-    /dev/shm with less than twice the segment free (Docker's default is 64 MB).
+    segment larger than an eighth of /dev/shm's free space. A segment's pages are used as frames pass, and
+    a process writing a page that a full /dev/shm cannot give gets SIGBUS: an eighth leaves room for
+    several envs starting at once (Docker's default 64 MB keeps 640x480's 9 MiB out; a host's /dev/shm,
+    half its memory, does not).
 
     Why: a 640x480 frame (rgb + depth, 2.2 MB) does not fit 512 KB, and Fast DDS then sends it in fragments
     (doc/how-it-is-built.md, "DDS settings"); an image env step over ROS took 10 ms more than one with
@@ -74,7 +78,7 @@ def frame_profile(folder: Path, frame_bytes: int, environ: MutableMapping[str, s
         usage = os.statvfs(shm)
     except OSError:
         return None
-    if usage.f_bavail * usage.f_frsize < 2 * segment:
+    if SHM_SHARE * segment > usage.f_bavail * usage.f_frsize:
         return None
     import xml.etree.ElementTree as ElementTree
 
