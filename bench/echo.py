@@ -17,9 +17,9 @@ reply's id comes back, one JSON parse. What an env step over ROS costs beyond th
 command's checks and hand-off, the reply's contents and their JSON, and the GIL's turns.
 
 `SocketEcho` is the same exchange without DDS or rclpy (`python -m bench.echo --socket FD` serves it): the
-request's three doubles sent over a Unix socket pair in the step channel's frames
-(binpick_sim/nodes/common/step_channel.py: multiprocessing.connection's) and the JSON of its id read
-back, by two Python processes with the same GIL switch interval. It is the floor of the ROS backend's
+request's three doubles sent and the JSON of its id read back by the env's own step channel client
+(binpick_sim/nodes/common/step_channel.py), between two Python processes with the same GIL switch
+interval. It is the floor of the ROS backend's
 step channel (`step_channel=True`): what one exchange per step costs two Python processes.
 """
 from __future__ import annotations
@@ -99,7 +99,7 @@ class SocketEcho:
     """An empty step over a step channel between two processes (no DDS): `exchange()`, as Echo's."""
 
     def __init__(self):
-        self.connection, theirs = step_channel.pair()
+        self.channel, theirs = step_channel.pair()
         self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs)],
                                         cwd=Path(__file__).resolve().parent.parent, pass_fds=(theirs,))
         os.close(theirs)
@@ -109,14 +109,14 @@ class SocketEcho:
     def exchange(self, timeout: float = TIMEOUT, work: float = 0.0) -> None:
         """One exchange; `work`: seconds the server keeps busy before it replies."""
         self.request += 1
-        self.connection.send_bytes(step_channel.request_bytes([self.request, 0, work]))
-        if not self.connection.poll(timeout):
+        self.channel.send([self.request, 0, work])
+        if not self.channel.ready(timeout):
             raise TimeoutError(f"waited {timeout:.0f} s for the socket echo")
-        if json.loads(self.connection.recv_bytes())["request"] != self.request:
+        if self.channel.receive()["request"] != self.request:
             raise RuntimeError("the socket echo answered another request")
 
     def close(self) -> None:
-        self.connection.close()  # the server sees the end and returns
+        self.channel.close()  # the server sees the end and returns
         try:
             self.process.wait(5.0)
         except subprocess.TimeoutExpired:

@@ -80,7 +80,7 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
     os.environ.pop("BINPICK_TRACE_CPROFILE", None)
     marks: list[tuple[str, float]] = []
     sender = backend.channel if step_channel else backend.requester
-    send_name = "send_bytes" if step_channel else "publish"
+    send_name = "send" if step_channel else "publish"
     publish, exchange = getattr(sender, send_name), backend._exchange
 
     def traced_publish(msg):

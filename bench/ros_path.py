@@ -103,11 +103,6 @@ def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
     gaps = gap("ros")
     trips = [1000.0 / f for f in rates["floor"][0]]
     work = f"around {1000 * WORK:.0f} ms of the server's work (a state env step's physics), the client idle meanwhile"
-    channel = [Figure("ros path", f"{name}: the gap with step_channel=True", median(gap(CHANNEL)), "ms", note=note),
-               Figure("ros path", f"{name}: the step channel's floor, the socket pair's exchange {work}",
-                      around_work("socket floor, working"), "ms", median(gap(CHANNEL)),
-                      "raw: the gap with step_channel=True; ratio: the share of it the floor is")
-               ] if CHANNEL in rates else []
     return [Figure("ros path", f"{name}: the gap, ros step - direct step", median(gaps), "ms", note=note),
             Figure("ros path", f"{name}: the floor, an empty request/reply between two processes (bench/echo.py)",
                    median(trips), "ms", median(gaps), "raw: the gap; ratio: the share of the gap the floor is, "
@@ -119,7 +114,10 @@ def floor_figures(name: str, rates: dict, note: str) -> list[Figure]:
                    "raw: the floor over DDS; ratio: the share of it the step channel still pays"),
             Figure("ros path", f"{name}: the floor over DDS {work}", around_work("floor, working"), "ms",
                    median(gaps), "raw: the gap; ratio: the share of the gap the floor is"),
-            *channel]
+            Figure("ros path", f"{name}: the gap with step_channel=True", median(gap(CHANNEL)), "ms", note=note),
+            Figure("ros path", f"{name}: the step channel's floor, the socket pair's exchange {work}",
+                   around_work("socket floor, working"), "ms", median(gap(CHANNEL)),
+                   "raw: the gap with step_channel=True; ratio: the share of it the floor is")]
 
 
 def image_steps_by_profile() -> dict[str, list[float]]:

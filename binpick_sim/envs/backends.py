@@ -12,7 +12,6 @@ import dataclasses
 import itertools
 import json
 import os
-import select
 import subprocess
 import tempfile
 import time
@@ -216,9 +215,6 @@ class RosBackend:
         if images and (profile := frame_profile(Path(self.folder.name), frame, environ)) is not None:
             environ[PROFILE_VARIABLE] = str(profile)
         self.channel, theirs = channels.pair() if step_channel else (None, None)
-        if self.channel is not None:  # one poll object (Connection.poll builds a selector per call)
-            self.channel_poll = select.poll()
-            self.channel_poll.register(self.channel.fileno(), select.POLLIN)
         try:
             self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
                                        "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
@@ -320,14 +316,14 @@ class RosBackend:
         """The request on the step channel, and its reply (replies to earlier requests, whose wait timed
         out, are passed over); SimProcessDied within a POLL if the sim process dies meanwhile."""
         try:
-            self.channel.send_bytes(values)
+            self.channel.send(values)
             deadline = time.monotonic() + timeout
             while True:
-                while not self.channel_poll.poll(1000.0 * min(POLL, max(deadline - time.monotonic(), 0.0))):
+                while not self.channel.ready(min(POLL, max(deadline - time.monotonic(), 0.0))):
                     self.process.check_alive()
                     if time.monotonic() >= deadline:
                         raise TimeoutError(f"waited {timeout:.0f} s for {waited_for}")
-                reply = json.loads(self.channel.recv_bytes())
+                reply = self.channel.receive()
                 if reply["request"] >= request:
                     return reply
         except (EOFError, OSError):  # the sim closed its end: it is ending (or has ended)

@@ -39,6 +39,18 @@ def test_env_checker_passes(env_id, backend):
         env.close()
 
 
+@pytest.mark.slow
+def test_env_checker_passes_over_the_step_channel():
+    """Gymnasium's own checker on the ROS backend with step_channel=True (common/step_channel.py)."""
+    env = make("binpick_sim/FrankaDelta-v0", "ros", step_channel=True).unwrapped
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # recommendations about the seed's unnormalised spaces
+            check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))
 def test_state_observations_pass_the_checker(env_id):
     env = make(env_id, observation="state").unwrapped

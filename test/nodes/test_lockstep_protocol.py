@@ -141,7 +141,7 @@ def test_a_reply_shapes_each_object_as_it_is_now_also_after_a_delete_and_a_spawn
 
 @pytest.fixture
 def channel_stack(ros_context, monkeypatch):
-    """A lock-step stack serving a step channel whose other end is this test's: (stack, client, connection)."""
+    """A lock-step stack serving a step channel whose other end is this test's: (stack, client, channel)."""
     from binpick_sim.nodes.clients.client import SimClient
     from binpick_sim.nodes.common import step_channel
     from binpick_sim.nodes.process.stack import SimStack
@@ -160,12 +160,10 @@ def channel_stack(ros_context, monkeypatch):
         ours.close()
 
 
-def channel_exchange(connection, data, timeout=30.0):
-    from binpick_sim.nodes.common import step_channel
-
-    connection.send_bytes(step_channel.request_bytes(data))
-    assert connection.poll(timeout), f"no reply to request {data[0]} within {timeout} s"
-    return json.loads(connection.recv_bytes())
+def channel_exchange(channel, data, timeout=30.0):
+    channel.send(data)
+    assert channel.ready(timeout), f"no reply to request {data[0]} within {timeout} s"
+    return channel.receive()
 
 
 def test_the_step_channel_takes_requests_and_refuses_bad_ones_as_task_step_does(channel_stack, monkeypatch):
@@ -177,40 +175,40 @@ def test_the_step_channel_takes_requests_and_refuses_bad_ones_as_task_step_does(
 
     from binpick_sim.cell import loop as loop_module
 
-    stack, client, connection = channel_stack
+    stack, client, channel = channel_stack
     assert stack.channel is not None and not stack.physics_serves
     assert any(t.name == "executor" for t in threading.enumerate())
     task, arm = stack.task, stack.nodes[1]
-    start = channel_exchange(connection, [1, 0, 0])
+    start = channel_exchange(channel, [1, 0, 0])
     target = np.array(start["joint_positions"])
     target[0] += 0.2
-    reply = channel_exchange(connection, [2, 1, 48, *target])
+    reply = channel_exchange(channel, [2, 1, 48, *target])
     assert reply["request"] == 2 and reply["taken"]
     assert reply["stamp"] == pytest.approx(start["stamp"] + 48 * stack.sim.world.timestep)
     assert reply["joint_positions"][0] - start["joint_positions"][0] > 0.1
     for bad in ([], [3, 1], [3.5, 0, 1], [3, 7, 1], [3, 0, -1], [3, 0, 1e12], [np.nan, 0, 1], [2**63, 0, 1]):
-        connection.send_bytes(np.array(bad, dtype=float).tobytes())
-    connection.send_bytes(b"seven b")
-    reply = channel_exchange(connection, [4, 2, 1, *[np.nan] * 9])
+        channel.connection.send_bytes(np.array(bad, dtype=float).tobytes())
+    channel.connection.send_bytes(b"seven b")
+    reply = channel_exchange(channel, [4, 2, 1, *[np.nan] * 9])
     assert reply["request"] == 4 and not reply["taken"]
     assert sum(task.diagnostics.rejected.values()) == 9 and sum(arm.diagnostics.rejected.values()) == 1
     assert reply["stamp"] == pytest.approx(start["stamp"] + 49 * stack.sim.world.timestep)
     monkeypatch.setattr(loop_module, "HOLD_WAIT", 3600.0)
-    channel_exchange(connection, [5, 0, 0])  # the loop now waits an hour for the next request
+    channel_exchange(channel, [5, 0, 0])  # the loop now waits an hour for the next request
     assert client.call("world/reset", timeout=10).success  # served by the executor thread, handed over
     settled = stack.loop.run(lambda: stack.sim.world.time, timeout=10)
-    assert channel_exchange(connection, [6, 0, 24])["stamp"] == pytest.approx(settled + 24 * stack.sim.world.timestep)
+    assert channel_exchange(channel, [6, 0, 24])["stamp"] == pytest.approx(settled + 24 * stack.sim.world.timestep)
 
 
 def test_a_frame_longer_than_any_request_closes_the_channel_and_the_sim_serves_on(channel_stack):
     from binpick_sim.nodes.common import step_channel
 
-    stack, client, connection = channel_stack
-    channel_exchange(connection, [1, 0, 0])
-    connection.send_bytes(bytes(step_channel.MAX_REQUEST + 8))
-    assert connection.poll(10)
+    stack, client, channel = channel_stack
+    channel_exchange(channel, [1, 0, 0])
+    channel.connection.send_bytes(bytes(step_channel.MAX_REQUEST + 8))
+    assert channel.ready(10)
     with pytest.raises((EOFError, ConnectionResetError)):  # (reset: the frame's bytes were left unread)
-        connection.recv_bytes()  # closed by the sim: a frame that long is no env's
+        channel.receive()  # closed by the sim: a frame that long is no env's
     assert client.call("world/reset", timeout=10).success  # the rest of the sim goes on
 
 
@@ -229,7 +227,7 @@ def test_a_step_channel_variable_that_names_no_socket_is_refused_naming_it(tmp_p
 def test_a_channel_request_whose_handling_fails_leaves_the_physics_thread_serving(channel_stack, monkeypatch):
     """An exception from a request's handling (a bug, say) is logged on the physics thread that serves the
     channel, never raised out of it: the loop goes on and the next request is answered."""
-    stack, client, connection = channel_stack
+    stack, client, channel = channel_stack
     handle = stack.channel.handle
     failed = []
 
@@ -240,6 +238,6 @@ def test_a_channel_request_whose_handling_fails_leaves_the_physics_thread_servin
         handle(data, reply)
 
     monkeypatch.setattr(stack.channel, "handle", fail_once)
-    connection.send_bytes(np.array([1, 0, 0], dtype=float).tobytes())
-    reply = channel_exchange(connection, [2, 0, 24])
+    channel.send([1, 0, 0])
+    reply = channel_exchange(channel, [2, 0, 24])
     assert failed and reply["request"] == 2 and stack.loop.running

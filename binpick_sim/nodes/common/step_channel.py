@@ -16,6 +16,7 @@ float64 layout as task/step's (wire.STEP_COMMANDS), the reply the same JSON as t
 from __future__ import annotations
 
 import array
+import json
 import os
 import select
 import socket
@@ -26,10 +27,10 @@ VARIABLE = "BINPICK_STEP_CHANNEL"  # the child's end: a file descriptor number
 MAX_REQUEST = 64 * 1024  # bytes: [request id, command, steps, values...] is a few hundred
 
 
-def pair() -> tuple[Connection, int]:
+def pair() -> tuple["Client", int]:
     """(the parent's end, the child's end as a descriptor to pass on with `pass_fds`)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    return Connection(ours.detach()), theirs.detach()
+    return Client(Connection(ours.detach())), theirs.detach()
 
 
 def inherited(environ=os.environ) -> Connection | None:
@@ -50,10 +51,6 @@ def inherited(environ=os.environ) -> Connection | None:
     return Connection(fd)
 
 
-def request_bytes(values) -> bytes:
-    return array.array("d", values).tobytes()
-
-
 def request_values(data: bytes) -> array.array:
     """The float64 values of a request; ValueError for a length that is not a whole number of them."""
     if len(data) % 8:
@@ -61,6 +58,31 @@ def request_values(data: bytes) -> array.array:
     values = array.array("d")
     values.frombytes(data)
     return values
+
+
+class Client:
+    """The parent's end (the env, or bench/echo.py's SocketEcho): requests out, JSON replies in. One poll
+    object for its life (multiprocessing.connection's `Connection.poll` builds a selector per call)."""
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self._poll = select.poll()
+        self._poll.register(connection.fileno(), select.POLLIN)
+
+    def send(self, values) -> None:
+        """A request: [request id, command, steps, values...] as float64."""
+        self.connection.send_bytes(array.array("d", values))
+
+    def ready(self, timeout: float) -> bool:
+        """Whether a reply (or the end of the channel) is there to read, waiting up to `timeout` seconds."""
+        return bool(self._poll.poll(1000.0 * timeout))
+
+    def receive(self) -> dict:
+        """The next reply; EOFError once the other end has closed."""
+        return json.loads(self.connection.recv_bytes())
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 class Server:

@@ -118,14 +118,13 @@ class SimStack:
         # gym env's step channel (common/step_channel.py), it serves that channel instead, and the
         # callbacks go back to the executor thread.
         self.channel = None
-        task = self.task if self.loop.lockstep else None
-        self.physics_serves = self.loop.lockstep and not self.world.robot_interface and \
-            self.world.executor_kind != "multi" and (channel is None or task is None)
-        if channel is not None and task is not None:
-            self.channel = step_channel.Server(channel, task.on_channel_step, task.get_logger().warning)
+        if channel is not None and self.task is not None and self.loop.lockstep:
+            self.channel = step_channel.Server(channel, self.task.on_channel_step, self.task.get_logger().warning)
             self.loop.serve_while_holding(self.channel.serve, self.channel.wake)
         elif channel is not None:
-            channel.close()
+            channel.close()  # no lock-step task node to serve it: the env's first step sees the end
+        self.physics_serves = self.loop.lockstep and not self.world.robot_interface and \
+            self.world.executor_kind != "multi" and self.channel is None
         if self.physics_serves:
             self.loop.serve_while_holding(self._serve_once, waker(self.world))
         self._serving = False
