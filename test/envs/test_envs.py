@@ -30,19 +30,17 @@ def test_the_three_ids_are_registered():
 @pytest.mark.parametrize("backend", ["direct", pytest.param("ros", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))
 def test_env_checker_passes(env_id, backend):
-    env = make(env_id, backend).unwrapped
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # recommendations about the seed's unnormalised spaces
-            check_env(env, skip_render_check=True)
-    finally:
-        env.close()
+    checked(make(env_id, backend).unwrapped)
 
 
 @pytest.mark.slow
 def test_env_checker_passes_over_the_step_channel():
     """Gymnasium's own checker on the ROS backend with step_channel=True (common/step_channel.py)."""
-    env = make("binpick_sim/FrankaDelta-v0", "ros", step_channel=True).unwrapped
+    checked(make("binpick_sim/FrankaDelta-v0", "ros", step_channel=True).unwrapped)
+
+
+def checked(env) -> None:
+    """Gymnasium's check_env on `env`, which is closed after it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # recommendations about the seed's unnormalised spaces
