@@ -117,18 +117,18 @@ class PhysicsLoop:
         for task in self._periodic:
             task.due = 0.0
 
-    def cancel_steps(self) -> int:
+    def cancel_steps(self, why: str | None = None) -> int:
         """Lock-step mode, on the physics thread: drop the steps still owed (the request being taken and
         those queued); the `when_settled` callbacks run once if a request was cut short. Returns how many
-        steps were dropped."""
+        steps were dropped. `why`: what ended them, each request's Future's `why` (see `_finish`)."""
         dropped = max(self._budget, 0) + sum(steps for steps, _, _ in self._requests)
         queued = list(self._requests)
         self._requests.clear()
         for _, done, _ in queued:  # whoever waits for a dropped request hears at once
-            self._resolve_untaken(done)
+            self._resolve_untaken(done, why)
         if self._budget > 0:
             self._budget = 0
-            self._finish()
+            self._finish(why)
         return dropped
 
     def withdraw(self, done: Future) -> None:
@@ -144,9 +144,9 @@ class PhysicsLoop:
                 self._requests.remove(request)
                 self._resolve_untaken(done)
 
-    def _resolve_untaken(self, done: Future) -> None:
+    def _resolve_untaken(self, done: Future, why: str | None = None) -> None:
         if not done.done():
-            done.taken = 0
+            done.taken, done.why = 0, why
             done.set_result(self.world.step_count)
 
     def when_settled(self, callback: Callable[[], None], first: bool = False) -> None:
@@ -273,14 +273,17 @@ class PhysicsLoop:
                 task.due = max(task.due + task.period, now)
                 self._guarded(task.callback)
 
-    def _finish(self) -> None:
-        """A request's steps are taken: settle (lock-step), then tell whoever asked."""
+    def _finish(self, why: str | None = None) -> None:
+        """A request's steps are taken: settle (lock-step), then tell whoever asked. The Future carries
+        `taken` (steps taken for it) and `why` (what cut it short, if anything said) from before it
+        resolves: a thread waiting on `result()` wakes before the Future's done-callbacks run, so what
+        it reads must not be left to one of them."""
         if self.lockstep:
             for callback in self._settled:
                 self._guarded(callback)
         done, self._done = self._done, None
         if done is not None and not done.done():
-            done.taken = self._taken
+            done.taken, done.why = self._taken, why
             done.set_result(self.world.step_count)
 
     def _guarded(self, callback: Callable[[], None]) -> None:

@@ -196,3 +196,38 @@ def test_a_long_lockstep_request_looks_for_requests_now_and_then(world, monkeypa
         loop.stop()
     assert looks[:3] == [loop_module.LOCKSTEP_BATCH * k for k in (1, 2, 3)]  # one look per batch here
     assert taken == world.step_count == 3 * loop_module.LOCKSTEP_BATCH  # cancelled after the third
+
+
+def test_requests_ended_early_say_why_before_whoever_waits_wakes(world):
+    """A thread blocked in `result()` wakes before a Future's done-callbacks run, so what ended a request
+    (`why`) and how far it got (`taken`) are on the Future before it resolves: the request being taken and
+    one queued behind it, ended by a change of state, and one withdrawn (no reason given)."""
+    loop = PhysicsLoop(world, realtime_factor=0)
+    loop.start()
+    try:
+        loop.run(lambda: setattr(loop, "paused", True))
+        seen = {}
+
+        def watch(name, done):  # reads the Future the moment result() returns, as a goal's thread does
+            done.result(10)
+            seen[name] = (done.taken, done.why)
+        taking, queued = loop.advance(100_000), loop.advance(5)
+        watchers = [threading.Thread(target=watch, args=item) for item in (("taking", taking), ("queued", queued))]
+        for watcher in watchers:
+            watcher.start()
+        deadline = time.monotonic() + 10
+        while world.step_count < 10 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert loop.run(loop.cancel_steps, "the simulation was set STOPPED") > 5
+        for watcher in watchers:
+            watcher.join(10)
+        assert 0 < seen["taking"][0] < 100_000 and seen["taking"][1] == "the simulation was set STOPPED"
+        assert seen["queued"] == (0, "the simulation was set STOPPED")
+        start = loop.run(lambda: world.step_count)
+        withdrawn = loop.advance(100_000)
+        while world.step_count < start + 10 and time.monotonic() < deadline + 10:
+            time.sleep(0.01)
+        loop.run(loop.withdraw, withdrawn)
+        assert withdrawn.result(10) and withdrawn.why is None and 0 < withdrawn.taken < 100_000
+    finally:
+        loop.stop()

@@ -103,7 +103,6 @@ class SimulationNode(SimulationSteps, EntityServices, Node):
             "get_named_poses": (srv.GetNamedPoses, self.on_named_poses),
             "get_spawnables": (srv.GetSpawnables, self.on_spawnables),
         }
-        self.ended_by: str | None = None  # why the step requests in flight are being ended (physics thread)
         for service, (kind, callback) in services.items():
             served = self.create_service(kind, name(service), self.counted(service, callback), qos_profile=SERVICE_QOS,
                                          callback_group=group)

@@ -76,16 +76,13 @@ class SimulationSteps:
     def end_steps(self, why: str) -> None:
         """Physics thread: a change of state ends every step request in flight (the one being taken after
         the step in progress, and those queued), each answered with how far it got and `why`."""
-        self.ended_by = why
-        try:
-            self.loop.cancel_steps()
-        finally:
-            self.ended_by = None
+        self.loop.cancel_steps(why)
 
-    def cut_short(self, taken: int, steps: int) -> str:
-        """Why a step request ended after `taken` of its `steps` (physics thread, as it ends)."""
-        why = self.ended_by or "canceled (world/cancel_steps)"
-        return f"{why} after {taken} of {steps} steps"
+    @staticmethod
+    def cut_short(done, steps: int) -> str:
+        """Why the step request whose Future is `done` ended after `getattr(done, "taken")` of its `steps`:
+        the Future's `why` (PhysicsLoop.cancel_steps), or world/cancel_steps, which gives none."""
+        return f"{getattr(done, 'why', None) or 'canceled (world/cancel_steps)'} after {done.taken} of {steps} steps"
 
     def _quit(self) -> None:
         import rclpy
@@ -118,7 +115,7 @@ class SimulationSteps:
             else:
                 count = getattr(done, "taken", steps)
                 if count < steps:
-                    self.fail(response, self.msg.Result.RESULT_OPERATION_FAILED, self.cut_short(count, steps))
+                    self.fail(response, self.msg.Result.RESULT_OPERATION_FAILED, self.cut_short(done, steps))
                 else:
                     self.ok(response)
             later.answer(response)
@@ -142,7 +139,7 @@ class SimulationSteps:
             result.result.result, result.result.error_message = self.msg.Result.RESULT_OPERATION_FAILED, why
             handle.abort()
             return result
-        progress = {"taken": 0, "why": None}
+        progress = {"taken": 0}
         Feedback = self.SimulateSteps.Feedback
 
         def stepped() -> bool:  # physics thread, after each step but the last: True ends the request
@@ -150,8 +147,7 @@ class SimulationSteps:
             handle.publish_feedback(Feedback(completed_steps=progress["taken"], remaining_steps=steps - progress["taken"]))
             return handle.is_cancel_requested
 
-        def ended(done) -> None:  # physics thread: why it ended, read while it is known
-            progress["why"] = self.ended_by
+        def ended(done) -> None:  # physics thread, as it ends
             if getattr(done, "taken", 0) == steps:  # the last feedback, well before the result goes out
                 handle.publish_feedback(Feedback(completed_steps=steps, remaining_steps=0))
         done = self.loop.advance(steps, until=stepped)
@@ -173,12 +169,12 @@ class SimulationSteps:
             handle.succeed()
             result.result.result = self.msg.Result.RESULT_OK
             self.served += 1
-        elif progress["why"] is None and handle.is_cancel_requested:
+        elif getattr(done, "why", None) is None and handle.is_cancel_requested:
             handle.canceled()
             result.result.result = self.msg.Result.RESULT_OK
             result.result.error_message = f"canceled after {taken} of {steps} steps"
         else:
-            message = f"{progress['why'] or 'canceled (world/cancel_steps)'} after {taken} of {steps} steps"
+            message = self.cut_short(done, steps)
             handle.abort()
             result.result.result, result.result.error_message = self.msg.Result.RESULT_OPERATION_FAILED, message
         return result
