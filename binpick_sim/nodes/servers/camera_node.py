@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import threading
 from collections import deque
 
+import numpy as np
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -56,6 +58,8 @@ class CameraNode(Node):
         self.frame_age = 0.0  # sim seconds the physics went on while the last frame was rendered
         renderer = sim.world.renderer.describe()
         self.frame_thread: FrameThread | None = None
+        self._info: tuple | None = None  # (size, K and frame, the CameraInfo): see `publish`
+        self._info_lock = threading.Lock()
         self._timings: deque = deque(maxlen=TIMED)  # (draw, work) seconds of the latest worker frames
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time,
                                            values=lambda: {"frames_published": self.frames,
@@ -269,15 +273,22 @@ class CameraNode(Node):
         return self.points_publisher.get_subscription_count() > 0
 
     def publish(self, stamp: float, rgb, depth, labels, k, cloud=None) -> None:
-        """Every topic with the same stamp, the sim time of the state the frame shows. The images and their
-        CameraInfo go out whenever anyone watches; the cloud and the segmentation only to their subscribers
-        (the cloud as the worker built it, or built here when rendered in place)."""
+        """Every topic with the same stamp, the sim time of the state the frame shows, each to its subscribers
+        only (the cloud as the worker built it, or built here when rendered in place): the topics are volatile,
+        so a message nobody reads is dropped anyway, and a gym env's lock-step frame, which reads rgb and depth
+        only, costs no CameraInfo. The CameraInfo is built once per size and K (rosidl checks every element
+        of its arrays as it is built), only its stamp set per frame."""
         height, width = depth.shape
-        info = convert.camera_info(stamp, width, height, k, self.frame_id)
-        self.rgb_publisher.publish(convert.rgb_image(stamp, rgb, self.frame_id))
-        self.depth_publisher.publish(convert.depth_image(stamp, depth, self.frame_id))
-        self.rgb_info_publisher.publish(info)
-        self.depth_info_publisher.publish(info)
+        if self.rgb_publisher.get_subscription_count():
+            self.rgb_publisher.publish(convert.rgb_image(stamp, rgb, self.frame_id))
+        if self.depth_publisher.get_subscription_count():
+            self.depth_publisher.publish(convert.depth_image(stamp, depth, self.frame_id))
+        info_publishers = [p for p in (self.rgb_info_publisher, self.depth_info_publisher) if p.get_subscription_count()]
+        if info_publishers:
+            with self._info_lock:  # (the frame thread publishes, or the physics thread where it renders)
+                info = self._camera_info(stamp, width, height, k)
+                for publisher in info_publishers:
+                    publisher.publish(info)
         if self.wants_points():
             cloud = cloud if cloud is not None else organised_cloud(depth, k, rgb)
             self.points_publisher.publish(convert.packed_point_cloud(stamp, cloud, self.frame_id))
@@ -286,6 +297,14 @@ class CameraNode(Node):
             self.segmented_frames += 1
         self.frames += 1
         self.frame_age = self.sim.world.time - stamp
+
+    def _camera_info(self, stamp: float, width: int, height: int, k) -> CameraInfo:
+        key = (width, height, np.asarray(k, dtype=float).tobytes(), self.frame_id)
+        if self._info is None or self._info[0] != key:
+            self._info = (key, convert.camera_info(stamp, width, height, k, self.frame_id))
+        else:
+            self._info[1].header.stamp = convert.stamp(stamp)
+        return self._info[1]
 
     def destroy_node(self):
         if self.frame_thread is not None:
