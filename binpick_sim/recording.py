@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+SPIN_POLL = 0.1  # s: how soon the recording thread sees that the recording ends
 DEFAULT_TOPICS = ("joint_states", "/clock", "camera/image_raw", "camera/camera_info", "world/objects",
                   "/diagnostics")
 
@@ -83,9 +84,22 @@ class Recorder:
                                           lambda data, c=connection: self._on_message(c, data), qos, raw=True)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, name="recorder", daemon=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name="recorder", daemon=True)
         self._thread.start()
         return self
+
+    def _spin(self) -> None:
+        """The executor's loop, ended by `_stop` rather than by `executor.shutdown` from another thread:
+        rclpy's shutdown destroys the executor's guard condition while `spin` may still be about to trigger
+        it (InvalidHandle, a traceback in this thread at every stop)."""
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            while not self._stop.is_set() and self.node.context.ok():
+                self.executor.spin_once(timeout_sec=SPIN_POLL)
+        except ExternalShutdownException:  # rclpy shut down meanwhile (Ctrl-C in `record`): nothing more comes
+            pass
 
     def _discover(self, names: list[str]) -> dict[str, str]:
         """Each topic's type from the graph; a clear error naming the ones that never appear."""
@@ -124,8 +138,9 @@ class Recorder:
         self.counts[connection.topic] += 1
 
     def __exit__(self, *exc) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
+        self._stop.set()
         self._thread.join(timeout=5.0)
+        self.executor.shutdown(timeout_sec=5.0)
         self.node.destroy_node()
         with self._lock:
             self.writer.close()  # writes metadata.yaml with the counts, start time and duration
