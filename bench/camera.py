@@ -2,7 +2,8 @@
 run: per renderer (tiny, egl where it loads) the frames per second the camera node publishes (64x64 and
 640x480, without and with segmentation) and Camera.render in process (five sizes, without and with
 segmentation); the cost of turning a frame into messages; FrankaDelta-v0's image steps per second on both
-backends beside a bare step block plus one render at the observation's size; and the world's real-time
+backends (over ROS also with step_channel=True, taking turns with it) beside a bare step block plus one
+render at the observation's size; and the world's real-time
 factor with the camera watched, rendered by the worker process or on the physics thread."""
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
 
-from .camera_in_process import (RENDERER_SIZES, frames_per_second, image_env_figure, image_env_own_figure, raw_call,
-                                renderer_figures, renderers)
-from .figures import Figure, machine
+from .camera_in_process import (IMAGE_ROUNDS, IMAGE_TURN, RENDERER_SIZES, bare_image_step, frames_per_second,
+                                image_env_figure, image_env_own_figure, raw_call, renderer_figures, renderers)
+from .figures import Figure, machine, median, per_round
 from .direct import direct_sim
 from .session import sim_and_client
 
@@ -99,6 +100,44 @@ def published_frames_per_second(width: int, height: int, seconds: float = SECOND
         return rates
 
 
+def ros_image_env_figures(renderer: str) -> list[Figure]:
+    """FrankaDelta-v0 over ROS with image observations, over the topics and with step_channel=True, each beside
+    the bare image step of image_env_figure, the two taking turns in IMAGE_ROUNDS rounds of IMAGE_TURN steps
+    (the ratio: the median of the rounds', min-max beside it). The env's `sim` renders in its own process,
+    so the bare step's world, in this one, can run between its turns (an egl world too)."""
+    import gymnasium as gym
+
+    import binpick_sim.envs  # noqa: F401  (registers the ids)
+
+    bare, sim = bare_image_step(renderer)
+    figures = []
+    try:
+        for channel in (False, True):
+            env = gym.make("binpick_sim/FrankaDelta-v0", backend="ros", observation="image", renderer=renderer,
+                           **({"step_channel": True} if channel else {}))
+            rates, raw = [], []
+            try:
+                env.reset(seed=0)
+                env.action_space.seed(0)
+                env.step(env.action_space.sample())  # warm up, both
+                bare()
+                for _ in range(IMAGE_ROUNDS):
+                    for samples, take in ((rates, lambda: env.step(env.action_space.sample())), (raw, bare)):
+                        start = time.perf_counter()
+                        for _ in range(IMAGE_TURN):
+                            take()
+                        samples.append(IMAGE_TURN / (time.perf_counter() - start))
+            finally:
+                env.close()
+            figures.append(Figure("camera", f"FrankaDelta-v0 ros, image 64x64, {renderer}" + ", step_channel=True" * channel,
+                                  median(rates), "steps/s", median(raw),
+                                  "raw: 24 stepSimulation + one getCameraImage at 64x64, same view, taking turns",
+                                  per_round(rates, raw)))
+    finally:
+        sim.close()
+    return figures
+
+
 def measure(available: list[str] | None = None, world_factor: float = 1.0) -> list[Figure]:
     """`world_factor`: the world's realtime_factor for the published rows (published_frames_per_second)."""
     figures = []
@@ -119,7 +158,8 @@ def measure(available: list[str] | None = None, world_factor: float = 1.0) -> li
     for width, height in RENDERER_SIZES:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:
-        figures += [image_env_figure(renderer, backend) for backend in ("direct", "ros")]
+        figures.append(image_env_figure(renderer))
+        figures += ros_image_env_figures(renderer)
         figures.append(image_env_own_figure(renderer))
     for renderer in available:
         for render_process, where in ((True, "render worker"), (False, "rendered on the physics thread")):

@@ -83,18 +83,25 @@ def renderer_figures(renderers: list[str], width: int, height: int, rounds: int 
     return figures
 
 
-def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
-    """FrankaDelta-v0's image step done bare: one block of steps_per_action stepSimulation and one
-    getCameraImage of its observation camera (the default camera's view at 64 x 64), same scene."""
+def bare_image_step(renderer: str):
+    """FrankaDelta-v0's image step done bare: (a callable making one block of steps_per_action stepSimulation
+    and one getCameraImage of its observation camera (the default camera's view at 64 x 64), same scene;
+    the sim it runs on, for the caller to close)."""
     width, height = OBSERVATION
     sim = direct_sim(width=width, height=height, aspect=640 / 480, renderer=renderer)
-    try:
-        c, block, render = sim.world.client, sim.config.task.steps_per_action, raw_call(sim, False)
+    c, block, render = sim.world.client, sim.config.task.steps_per_action, raw_call(sim, False)
 
-        def step():
-            for _ in range(block):
-                c.stepSimulation()
-            render()
+    def step():
+        for _ in range(block):
+            c.stepSimulation()
+        render()
+    return step, sim
+
+
+def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
+    """Bare image steps (bare_image_step) per second."""
+    step, sim = bare_image_step(renderer)
+    try:
         step()
         start = time.perf_counter()
         for _ in range(steps):
@@ -113,7 +120,7 @@ def image_env_figure(renderer: str, backend: str = "direct") -> Figure:
                   raw_env_steps_per_second(renderer), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view")
 
 
-IMAGE_ROUNDS, IMAGE_TURN = 5, 12  # the own-reference image env figure: rounds of env steps (a ratio each)
+IMAGE_ROUNDS, IMAGE_TURN = 5, 12  # the own-reference and the ROS image env figures: rounds of env steps (a ratio each)
 
 
 def image_env_own_figure(renderer: str) -> Figure:
