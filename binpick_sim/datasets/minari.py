@@ -87,8 +87,11 @@ def replay_episode(env, episode, rows, meta: dict, columns: list[str]):
                          infos=_stack(infos))
 
 
-def to_minari(folder: str | Path, dataset_id: str | None = None, env_options: dict | None = None):
+def to_minari(folder: str | Path, dataset_id: str | None = None, env_options: dict | None = None,
+              author: str | None = None, author_email: str | None = None, code_permalink: str | None = None):
     """Replay the Parquet dataset in `folder` and write it as a Minari dataset; return the MinariDataset.
+    `author`, `author_email`, `code_permalink`: the dataset's metadata as Minari keeps it (who collected
+    it, and the code that did: Minari warns when they are missing, and cannot know them).
 
     Minari's writer proper (`create_dataset_from_buffers`): its `DataCollector` wrapper would need jax
     (for a tree_map), a large dependency for what `replay_episode` does in a few lines. All episodes are
@@ -116,7 +119,8 @@ def to_minari(folder: str | Path, dataset_id: str | None = None, env_options: di
             dataset_id, buffers, env=env, eval_env=env.spec, algorithm_name=meta["policy"],
             description=f"{meta['episodes']} {meta['policy']} episodes of {meta['env']} (seeds from "
                         f"{meta['seed']}), exported from a binpick_sim rollouts dataset by exact replay",
-            data_format=DATA_FORMAT, requirements=["binpick_sim"])
+            data_format=DATA_FORMAT, requirements=["binpick_sim"], author=author, author_email=author_email,
+            code_permalink=code_permalink)
     finally:
         env.close()
 
@@ -125,9 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m binpick_sim.datasets.minari", description=__doc__.splitlines()[0])
     parser.add_argument("dataset", type=Path, help="a rollouts dataset folder")
     parser.add_argument("--id", default=None, help="Minari dataset id (default binpick_sim/<env>/<policy>-v0)")
+    parser.add_argument("--author", default=None, help="who collected the dataset (Minari's metadata)")
+    parser.add_argument("--author-email", default=None, help="their contact (Minari's metadata)")
+    parser.add_argument("--code-permalink", default=None,
+                        help="a link to the code that collected it, e.g. this repository at its commit (Minari's metadata)")
     args = parser.parse_args(argv)
     try:
-        dataset = to_minari(args.dataset, args.id)
+        dataset = to_minari(args.dataset, args.id, author=args.author, author_email=args.author_email,
+                            code_permalink=args.code_permalink)
     except (FileNotFoundError, FileExistsError, ValueError) as exc:
         print(f"minari export: error: {exc}", file=sys.stderr)
         return 2

@@ -118,8 +118,13 @@ def test_minari_export_opens_in_minari_with_the_parquet_actions_and_recovers_the
     from binpick_sim.datasets.minari import main
     from binpick_sim.rollouts import read_dataset
 
-    assert main([str(scripted), "--id", "binpick_sim/franka-delta/scripted-v0"]) == 0
+    link = "https://example.org/binpick_sim/tree/0123abc"
+    assert main([str(scripted), "--id", "binpick_sim/franka-delta/scripted-v0", "--author", "A Collector",
+                 "--author-email", "collector@example.org", "--code-permalink", link]) == 0
     dataset = minari.load_dataset("binpick_sim/franka-delta/scripted-v0")  # Minari's own reader
+    kept = dataset.storage.metadata
+    assert (kept["author"], kept["author_email"], kept["code_permalink"]) == (
+        {"A Collector"}, {"collector@example.org"}, link)
     steps, episodes = read_dataset(scripted)
     assert dataset.total_episodes == EPISODES and dataset.total_steps == len(steps)
     assert isinstance(dataset.observation_space, gym.spaces.Dict) and dataset.action_space.shape == (5,)
