@@ -105,30 +105,15 @@ def ros_image_env_figures(renderer: str) -> list[Figure]:
     the bare image step of image_env_figure, the two taking turns in IMAGE_ROUNDS rounds of IMAGE_TURN steps
     (the ratio: the median of the rounds', min-max beside it). The env's `sim` renders in its own process,
     so the bare step's world, in this one, can run between its turns (an egl world too)."""
-    import gymnasium as gym
-
-    import binpick_sim.envs  # noqa: F401  (registers the ids)
+    from .gym import env_and_raw_rates  # here: bench.gym needs gymnasium, the renderer rows do not
 
     bare, sim = bare_image_step(renderer)
     figures = []
     try:
+        bare()  # warm up
         for channel in (False, True):
-            env = gym.make("binpick_sim/FrankaDelta-v0", backend="ros", observation="image", renderer=renderer,
-                           **({"step_channel": True} if channel else {}))
-            rates, raw = [], []
-            try:
-                env.reset(seed=0)
-                env.action_space.seed(0)
-                env.step(env.action_space.sample())  # warm up, both
-                bare()
-                for _ in range(IMAGE_ROUNDS):
-                    for samples, take in ((rates, lambda: env.step(env.action_space.sample())), (raw, bare)):
-                        start = time.perf_counter()
-                        for _ in range(IMAGE_TURN):
-                            take()
-                        samples.append(IMAGE_TURN / (time.perf_counter() - start))
-            finally:
-                env.close()
+            rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "ros", "image", bare, IMAGE_ROUNDS, IMAGE_TURN,
+                                           renderer=renderer, **({"step_channel": True} if channel else {}))
             figures.append(Figure("camera", f"FrankaDelta-v0 ros, image 64x64, {renderer}" + ", step_channel=True" * channel,
                                   median(rates), "steps/s", median(raw),
                                   "raw: 24 stepSimulation + one getCameraImage at 64x64, same view, taking turns",

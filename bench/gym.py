@@ -25,28 +25,35 @@ def env_steps_per_second(env_id: str, backend: str, observation: str, **options)
     return median(env_and_raw_rates(env_id, backend, observation, None, **options)[0])
 
 
-def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_world, **options) -> tuple[list, list]:
-    """(env steps/s, raw env steps/s) of each of ROUNDS rounds: a turn of the env's steps, then (with
-    `raw_world`, a BinPickingSim of the same scene) as many env steps' worth of stepSimulation calls on
-    it. `options`: further env arguments, e.g. renderer="egl"."""
+def raw_env_step(raw_world):
+    """One env step's worth of stepSimulation calls on `raw_world` (a BinPickingSim of the same scene)."""
+    step = raw_world.world.client.stepSimulation
+
+    def env_step():
+        for _ in range(STEPS_PER_ACTION):
+            step()
+    return env_step
+
+
+def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_step, rounds: int = ROUNDS,
+                      turn: int | None = None, **options) -> tuple[list, list]:
+    """(env steps/s, raw env steps/s) of each of `rounds` rounds: a turn of the env's steps (`turn`, default
+    STEPS / ROUNDS), then (with `raw_step`, a callable making one raw env step, e.g. raw_env_step) as many
+    raw steps. `options`: further env arguments, e.g. renderer="egl"."""
     env = gym.make(env_id, backend=backend, observation=observation, **options)
-    turn = max(1, STEPS[observation] // ROUNDS)
+    turn = turn or max(1, STEPS[observation] // ROUNDS)
     rates, raw = [], []
     try:
         env.reset(seed=0)
         env.action_space.seed(0)
         env.step(env.action_space.sample())  # warm up
-        for _ in range(ROUNDS):
-            start = time.perf_counter()
-            for _ in range(turn):
-                env.step(env.action_space.sample())
-            rates.append(turn / (time.perf_counter() - start))
-            if raw_world is not None:
-                step = raw_world.world.client.stepSimulation
+        turns = [(rates, lambda: env.step(env.action_space.sample()))] + [(raw, raw_step)] * (raw_step is not None)
+        for _ in range(rounds):
+            for samples, take in turns:
                 start = time.perf_counter()
-                for _ in range(turn * STEPS_PER_ACTION):
-                    step()
-                raw.append(turn / (time.perf_counter() - start))
+                for _ in range(turn):
+                    take()
+                samples.append(turn / (time.perf_counter() - start))
         return rates, raw
     finally:
         env.close()
@@ -107,7 +114,7 @@ def measure() -> list[Figure]:
     raw_world = direct_sim()  # the same scene, settled, the arm holding home
     try:
         for env_id, backend, observation in tqdm(combos, desc="gym envs", leave=False, disable=None):
-            rates, raw = env_and_raw_rates(env_id, backend, observation, raw_world)
+            rates, raw = env_and_raw_rates(env_id, backend, observation, raw_env_step(raw_world))
             name = f"{env_id.split('/')[1]} {backend}, {observation}"
             note = f"raw: {STEPS_PER_ACTION} stepSimulation calls, taking turns" + \
                 (f", camera {IMAGE_CAMERA.get(env_id, '640x480')}" if observation == "image" else "")

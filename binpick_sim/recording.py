@@ -92,7 +92,7 @@ class Recorder:
     def _spin(self) -> None:
         """The executor's loop, ended by `_stop` rather than by `executor.shutdown` from another thread:
         rclpy's shutdown destroys the executor's guard condition while `spin` may still be about to trigger
-        it (InvalidHandle, a traceback in this thread at every stop)."""
+        it (InvalidHandle: a traceback in this thread at a stop, when the two meet)."""
         from rclpy.executors import ExternalShutdownException
 
         try:
