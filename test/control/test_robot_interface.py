@@ -336,13 +336,15 @@ def test_over_ros_the_frontend_gives_the_same_camera_observations(ros_context, t
     with SimStack(ros_context, {"world": world, "robot": parameters(camera_rate=20.0)}) as stack, \
             RosRobotFrontend(context=ros_context) as front:
         robot = next(n for n in stack.nodes if n.get_name() == "robot").backend
-        recorded = {}  # every frame the robot node records (its own buffer keeps 30)
-        stack.loop.run(lambda: robot.camera_series.on_frame.append(lambda f: recorded.__setitem__(f.t, f)))
+        # every frame the robot node records (its own buffer keeps 30), kept before the node publishes it: a
+        # callback after the node's let this thread receive a frame before it was kept (KeyError, a rehearsal)
+        recorded = {}
+        stack.loop.run(lambda: robot.camera_series.on_frame.insert(0, lambda f: recorded.__setitem__(f.t, f)))
         t = front.append_desired_action(Action())
         later = robot.current() + 500  # the robot's own newest index (the frontend's trails it by a burst)
         frame = front.get_camera_observation(later)
         assert frame.t >= later and frame.rgb.shape == (48, 64, 3) and frame.depth.shape == (48, 64)
-        assert not [i for i in recorded if later <= i < frame.t]  # the first recorded at or after `later`
+        assert not [i for i in list(recorded) if later <= i < frame.t]  # the first recorded at or after `later`
         local = recorded[frame.t]
         assert np.array_equal(local.rgb, frame.rgb) and np.array_equal(local.depth, frame.depth)
         assert frame.timestamp_ms == pytest.approx(local.timestamp_ms) and np.allclose(frame.k, local.k)
