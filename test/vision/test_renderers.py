@@ -295,8 +295,10 @@ def test_egl_frames_published_from_the_physics_thread_show_the_current_scene(ros
                             topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
         try:
             for fov in (60.0, 35.0):
-                stack.loop.run(lambda: stack.sim.camera.set_view(fov_deg=fov))
-                watcher.wait_for_new("camera/depth/image_raw", count=2, timeout=60)
+                # a frame of a state after the change: frames captured before it may still be on their way
+                # (the render worker draws one and holds the next), so counting new frames is not enough
+                changed = stack.loop.run(lambda: (stack.sim.camera.set_view(fov_deg=fov), stack.sim.world.time)[1])
+                watcher.wait_for_stamp("camera/depth/image_raw", changed + stack.sim.world.timestep / 2, timeout=60)
                 depth = watcher.depth()
                 rows, cols = np.nonzero(np.isfinite(depth))
                 pick = np.random.default_rng(0).choice(len(rows), size=200, replace=False)
