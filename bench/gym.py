@@ -47,7 +47,9 @@ def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_step, rou
         env.reset(seed=0)
         env.action_space.seed(0)
         env.step(env.action_space.sample())  # warm up
-        turns = [(rates, lambda: env.step(env.action_space.sample()))] + [(raw, raw_step)] * (raw_step is not None)
+        turns = [(rates, lambda: env.step(env.action_space.sample()))]
+        if raw_step is not None:
+            turns.append((raw, raw_step))
         for _ in range(rounds):
             for samples, take in turns:
                 start = time.perf_counter()

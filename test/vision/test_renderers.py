@@ -297,7 +297,11 @@ def test_egl_frames_published_from_the_physics_thread_show_the_current_scene(ros
             for fov in (60.0, 35.0):
                 # a frame of a state after the change: frames captured before it may still be on their way
                 # (the render worker draws one and holds the next), so counting new frames is not enough
-                changed = stack.loop.run(lambda: (stack.sim.camera.set_view(fov_deg=fov), stack.sim.world.time)[1])
+                def change_view():  # physics thread: the change and the sim time it took effect at
+                    stack.sim.camera.set_view(fov_deg=fov)
+                    return stack.sim.world.time
+
+                changed = stack.loop.run(change_view)
                 watcher.wait_for_stamp("camera/depth/image_raw", changed + stack.sim.world.timestep / 2, timeout=60)
                 depth = watcher.depth()
                 rows, cols = np.nonzero(np.isfinite(depth))
