@@ -65,11 +65,15 @@ $(DATASETS_STAMP): $(STAMP) requirements-datasets.txt
 # the suite in about two thirds of the time. `make test PYTEST_WORKERS=0` runs the first part in one process.
 # A worker that crashes (a segfault) ends the run at once, naming the test it ran: pytest-xdist 3.8.0 replaces
 # a crashed worker under --dist loadfile and then can hang (pytest-xdist#784, #1323; seen here once).
+# `make test SKIP_COLCON_TESTS=1` leaves out COLCON_TESTS (below): CI (.ci/run) runs them right after, in the
+# ROS user's workspace (make test-colcon), and once is enough.
 PYTEST_WORKERS ?= 2
+SKIP_COLCON_TESTS ?=
+PYTEST_SKIPPED = $(if $(SKIP_COLCON_TESTS),$(addprefix --deselect ,$(COLCON_TESTS)))
 test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
 	$(ROS_ENV) $(PY) -m pytest test -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0 \
-		-m "not serial"
-	$(ROS_ENV) $(PY) -m pytest test -m serial
+		-m "not serial" $(PYTEST_SKIPPED)
+	$(ROS_ENV) $(PY) -m pytest test -m serial $(PYTEST_SKIPPED)
 
 # The at-scale forms of properties make test checks smaller (marker `scale`: 100 episodes on 1 and 2 Ray
 # workers, a two-node Ray cluster losing a node): about 3 minutes more, before a release.

@@ -23,6 +23,9 @@ import pytest  # noqa: E402
 from hang_watchdog import (pytest_addoption, pytest_configure, pytest_runtest_protocol,  # noqa: E402,F401
                            pytest_sessionstart, pytest_terminal_summary, pytest_unconfigure)
 
+# At the end, the shared memory of the participants the run killed (shm_hygiene.py: why).
+from shm_hygiene import pytest_sessionfinish  # noqa: E402,F401
+
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
 from binpick_sim.cell.sim import BinPickingSim  # noqa: E402

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import signal
 import struct
@@ -72,6 +73,50 @@ def test_port_7000_is_every_domains_and_a_held_port_is_never_judged(tmp_path):
     with open(tmp_path / "fastrtps_port7000_el", "rb") as held:  # a live participant holds it
         fcntl.flock(held, fcntl.LOCK_EX)
         assert shm.bad_files(5, tmp_path) == []
+
+
+def test_dead_participants_segments_are_found_and_nothing_else(tmp_path):
+    """What `fastdds shm clean` removes (and the test run's clean-up, shm_hygiene.py): a participant's
+    segment and `_el` file once nobody holds the lock; not a held one, one just made, one without its
+    `_el` file, nor a port's files."""
+    for name in ("a" * 16, "b" * 16, "c" * 16, "d" * 16):
+        (tmp_path / f"fastrtps_{name}").write_bytes(bytes(64))
+        if name != "d" * 16:
+            (tmp_path / f"fastrtps_{name}_el").write_bytes(b"")
+    make_port(tmp_path, PORT)
+    old = time.time() - 60
+    for name in ("a" * 16, "b" * 16, f"port{PORT}"):
+        os.utime(tmp_path / f"fastrtps_{name}_el", (old, old))
+    with open(tmp_path / f"fastrtps_{'b' * 16}_el", "rb") as held:  # a live participant holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert names(shm.dead_participant_segments(tmp_path)) == [f"fastrtps_{'a' * 16}", f"fastrtps_{'a' * 16}_el"]
+    assert len(shm.dead_participant_segments(tmp_path)) == 4  # let go: b's too
+
+
+def test_a_sigkilled_participants_segment_is_found_dead_and_a_live_ones_is_not():
+    """The real Fast DDS: a live participant holds its `_el` lock; SIGKILLed, it leaves the segment behind.
+    (Its segment is the one whose `_el` file the process has open: other tests' processes come and go.)"""
+    script = "import rclpy, time; rclpy.init(); node = rclpy.create_node('doomed'); print('up', flush=True); time.sleep(60)"
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "up"
+        end = time.monotonic() + 20
+        while True:  # Fast DDS makes the segment a moment after the participant
+            ours = {Path(os.readlink(fd)).name[:-3] for fd in Path(f"/proc/{process.pid}/fd").iterdir()
+                    if re.fullmatch(r"/dev/shm/fastrtps_[0-9a-f]{16}_el", os.readlink(fd))}
+            if ours or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        assert len(ours) == 1, ours
+        (segment,) = ours
+        assert not [p for p in shm.dead_participant_segments(settled=0) if p.name.startswith(segment)]
+    finally:
+        process.kill()
+        process.wait(10)
+    dead = [p for p in shm.dead_participant_segments(settled=0) if p.name.startswith(segment)]
+    assert names(dead) == [segment, f"{segment}_el"]
+    for path in dead:
+        path.unlink()
 
 
 # --- the real sim, in a /dev/shm of its own -------------------------------------------------------

@@ -116,6 +116,31 @@ def _held(lock: Path) -> bool:
         os.close(fd)
 
 
+_PARTICIPANT = re.compile(r"^fastrtps_[0-9a-f]{16}$")  # a participant's own segment (ports are fastrtps_port<N>)
+
+
+def dead_participant_segments(directory: Path = SHM, settled: float = 2.0) -> list[Path]:
+    """The segments of Fast DDS participants that died without cleaning up (SIGKILL), each with its `_el`
+    file: what `fastdds shm clean` removes. Fast DDS never reuses them (a participant's segment is named
+    at random), so each dead one keeps its ~0.5 MB of /dev/shm until someone deletes it. A segment counts
+    only when its `_el` file exists, no live process holds its lock and it is older than `settled`
+    seconds (a participant being made right now has not taken the lock yet)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    dead: list[Path] = []
+    for name in filter(_PARTICIPANT.match, names):
+        lock = directory / f"{name}_el"
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except OSError:
+            continue  # no lock file: not judged
+        if age >= settled and not _held(lock):
+            dead += [directory / name, lock]
+    return dead
+
+
 def _semaphore_ok(path: Path) -> bool:
     """A named semaphore as glibc lays it out: a 64-bit word (value, waiters), then the futex flag. Fast DDS
     uses it as a mutex, so its value is 0 or 1."""
