@@ -190,7 +190,8 @@ class PhysicsLoop:
         if self._wake is not None:
             self._wake()
         if self._thread is not None:
-            self._thread.join(timeout)
+            if self._thread.ident is not None:  # started: a Ctrl-C can come between making it and starting it
+                self._thread.join(timeout)
             if not self._thread.is_alive():
                 self.world.renderer.claim()  # the client is this thread's again
         self._thread = None

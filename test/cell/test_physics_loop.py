@@ -231,3 +231,20 @@ def test_requests_ended_early_say_why_before_whoever_waits_wakes(world):
         assert withdrawn.result(10) and withdrawn.why is None and 0 < withdrawn.taken < 100_000
     finally:
         loop.stop()
+
+
+def test_a_loop_interrupted_between_making_its_thread_and_starting_it_still_stops(world, monkeypatch):
+    """Ctrl-C can land in `start` after the thread object is made and before it runs; `stop` (the stack's
+    clean-up) must then stop what there is, not fail on joining a thread that never started."""
+    loop = PhysicsLoop(world, realtime_factor=0)
+
+    def interrupted(thread):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        loop.start()
+    monkeypatch.undo()
+    loop.stop()
+    assert not loop.running
+    assert loop.run(lambda: world.client.getNumBodies()) >= 0  # the world is this thread's again

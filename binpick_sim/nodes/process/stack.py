@@ -132,9 +132,19 @@ class SimStack:
 
     def spin(self) -> None:
         """Serve on this thread until Ctrl-C or shutdown. A Ctrl-C while the threads start (the physics
-        thread may be publishing already) stops the stack as cleanly as one later."""
+        thread may be publishing already) stops the stack as cleanly as one later.
+
+        While serving, Ctrl-C asks the loops below to end at their next turn (`_stop_at_ctrl_c`) instead of
+        raising KeyboardInterrupt wherever this thread happens to be. That may be inside rclpy's
+        EventsExecutor, in the Python it calls while it registers the nodes' entities with rcl: interrupted
+        there, it keeps callbacks it no longer tracks, and its destructor aborts the process ("Destroying
+        callback manager with callbacks remaining", exit -6 instead of 0; once in 60 Ctrl-Cs sent just
+        after the start, and once in CI). SIGTERM takes that executor's own path and never raised here."""
+        previous = None
         try:
             self._start_threads(main=False)
+            if threading.current_thread() is threading.main_thread():
+                previous = signal.signal(signal.SIGINT, self._stop_at_ctrl_c)
             if self.physics_serves:  # the physics thread serves; this one only waits for the end
                 while self._serving and self.context.ok() and self.loop.running:
                     time.sleep(SPIN_PERIOD)
@@ -144,6 +154,15 @@ class SimStack:
             pass
         finally:
             self.close()
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _stop_at_ctrl_c(self, signum, frame) -> None:
+        """The first Ctrl-C ends serving at the loops' next turn (SPIN_PERIOD at most); a second one, while
+        the stack stops, interrupts that as Ctrl-C always did."""
+        if not self._serving:
+            raise KeyboardInterrupt
+        self._serving = False
 
     def start(self) -> "SimStack":
         """Serve on threads of our own (tests, benchmarks); `close` stops them."""
