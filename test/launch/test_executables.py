@@ -156,6 +156,36 @@ def test_ctrl_c_while_the_executor_registers_the_nodes_stops_with_0():
     assert "callback manager" not in result.stderr and "Traceback" not in result.stderr, result.stderr[-3000:]
 
 
+CTRL_C_AFTER_THE_PARTICIPANT = textwrap.dedent("""
+    import os, signal, sys, time
+    from binpick_sim.nodes.common import shm
+    from binpick_sim.nodes.process import entry
+    from binpick_sim.nodes.servers import world_node
+    real_init = world_node.WorldNode.__init__
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)  # the DDS participant exists from here on
+        end = time.monotonic() + 20
+        while not shm.own_participant_segments() and time.monotonic() < end:
+            time.sleep(0.05)  # Fast DDS makes its segment a moment after the participant
+        print(*[p.name for p in shm.own_participant_segments()], flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)  # KeyboardInterrupt here: still starting (the other nodes are not built)
+    world_node.WorldNode.__init__ = init
+    sys.exit(entry.main())
+""")
+
+
+def test_ctrl_c_while_starting_leaves_nothing_of_its_own_in_dev_shm():
+    """`sim` interrupted while starting leaves at once (os._exit, 130), so Fast DDS never deletes its
+    participant's shared-memory segment: each such Ctrl-C kept ~0.5 MB of /dev/shm for good."""
+    result = subprocess.run([sys.executable, "-c", CTRL_C_AFTER_THE_PARTICIPANT, "--ros-args", "-p", "camera:=false"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 130, result.stderr[-3000:]
+    names = result.stdout.split()
+    assert len(names) == 2 and names[1] == names[0] + "_el", result.stdout  # the segment and its lock file
+    assert [name for name in names if (Path("/dev/shm") / name).exists()] == []
+
+
 def test_ctrl_c_swallowed_by_an_import_still_stops_the_start():
     """An import that catches the KeyboardInterrupt and carries on (C code that clears any error) must not
     let the start go on to serve: the SIGINT was seen, so still one line and 130. (Seen twice in CI as a

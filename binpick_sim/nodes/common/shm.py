@@ -141,6 +141,25 @@ def dead_participant_segments(directory: Path = SHM, settled: float = 2.0) -> li
     return dead
 
 
+def own_participant_segments(directory: Path = SHM) -> list[Path]:
+    """This process's own participants' segments and `_el` files (the `_el` files it holds open). A process
+    that leaves with os._exit (`sim` interrupted while starting) deletes them first: Fast DDS's own
+    clean-up never runs then, and each would stay in /dev/shm for good (~0.5 MB)."""
+    mine: list[Path] = []
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return mine
+    for fd in fds:
+        try:
+            target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+        if target.parent == directory and target.name.endswith("_el") and _PARTICIPANT.match(target.name[:-3]):
+            mine += [target.with_name(target.name[:-3]), target]
+    return mine
+
+
 def _semaphore_ok(path: Path) -> bool:
     """A named semaphore as glibc lays it out: a 64-bit word (value, waiters), then the futex flag. Fast DDS
     uses it as a mutex, so its value is 0 or 1."""

@@ -12,6 +12,13 @@ INTERRUPTED = "binpick_sim: interrupted while starting"
 
 def stop_interrupted() -> int:  # never returns
     """One line, exit 130, at once: whatever was half built (a DDS participant, an executor that never
-    spun, a PyBullet client) is left to the OS, since tearing it down can block a process being stopped."""
+    spun, a PyBullet client) is left to the OS, since tearing it down can block a process being stopped.
+    The OS does not clean /dev/shm, though: the participant's own segment is deleted first (shm.py)."""
     print(INTERRUPTED, file=sys.stderr, flush=True)
+    if "binpick_sim.nodes.common.shm" in sys.modules:  # loaded by the stack, before any participant
+        for path in sys.modules["binpick_sim.nodes.common.shm"].own_participant_segments():
+            try:
+                path.unlink()
+            except OSError:
+                pass
     os._exit(130)
