@@ -139,7 +139,8 @@ class SimStack:
         EventsExecutor, in the Python it calls while it registers the nodes' entities with rcl: interrupted
         there, it keeps callbacks it no longer tracks, and its destructor aborts the process ("Destroying
         callback manager with callbacks remaining", exit -6 instead of 0; once in 60 Ctrl-Cs sent just
-        after the start, and once in CI). SIGTERM takes that executor's own path and never raised here."""
+        after the start, and once in a CI rehearsal). SIGTERM takes that executor's own path and never
+        raised here."""
         previous = None
         try:
             self._start_threads(main=False)
