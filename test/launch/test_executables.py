@@ -120,7 +120,6 @@ def test_ctrl_c_inside_a_c_extensions_import_exits_with_one_line():
 
 CTRL_C_WHILE_REGISTERING = textwrap.dedent("""
     import os, signal, sys, threading, time
-    import rclpy.node
     from binpick_sim.nodes.process import entry, stack
     from rclpy.event_handler import EventHandler
     sent, serving, asked = [], [], []
@@ -146,9 +145,10 @@ CTRL_C_WHILE_REGISTERING = textwrap.dedent("""
 
 def test_ctrl_c_while_the_executor_registers_the_nodes_stops_with_0():
     """A Ctrl-C that lands inside rclpy's EventsExecutor while it registers the nodes' entities with rcl
-    (here: between two QoS event waitables; in life, just after the start, when a test or a launch stops the sim at once): raised there as KeyboardInterrupt,
-    it left callbacks registered that the executor no longer tracked, and the executor's destructor aborted
-    the process ('Destroying callback manager with callbacks remaining', -6; once in CI, once in 60 tries)."""
+    (here: between two QoS event waitables; in life, just after the start, when a test or a launch stops
+    the sim at once). Raised there as KeyboardInterrupt, it left callbacks registered that the executor no
+    longer tracked, and the executor's destructor aborted the process ('Destroying callback manager with
+    callbacks remaining', -6; once in a CI rehearsal, once in 60 tries)."""
     result = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_REGISTERING, "--ros-args", "-p", "camera:=false",
                              "-p", "realtime_factor:=0.0"], capture_output=True, text=True, timeout=120)
     assert result.stdout.splitlines()[-1:] == ["sent"], result.stdout + result.stderr
