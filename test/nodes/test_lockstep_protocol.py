@@ -205,8 +205,12 @@ def test_a_frame_longer_than_any_request_closes_the_channel_and_the_sim_serves_o
 
     stack, client, channel = channel_stack
     channel_exchange(channel, [1, 0, 0])
-    channel.connection.send_bytes(bytes(step_channel.MAX_REQUEST + 8))
-    assert channel.ready(10)
+    try:
+        channel.connection.send_bytes(bytes(step_channel.MAX_REQUEST + 8))
+    except BrokenPipeError:  # the sim read the length and closed the channel before the rest was written
+        pass  # (the payload goes in writes of its own after the length; seen once in a rehearsal)
+    else:
+        assert channel.ready(10)
     with pytest.raises((EOFError, ConnectionResetError)):  # (reset: the frame's bytes were left unread)
         channel.receive()  # closed by the sim: a frame that long is no env's
     assert client.call("world/reset", timeout=10).success  # the rest of the sim goes on
