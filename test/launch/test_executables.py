@@ -165,9 +165,9 @@ CTRL_C_AFTER_THE_PARTICIPANT = textwrap.dedent("""
     def init(self, *args, **kwargs):
         real_init(self, *args, **kwargs)  # the DDS participant exists from here on
         end = time.monotonic() + 20
-        while not shm.own_participant_segments() and time.monotonic() < end:
+        while not shm.participant_segments() and time.monotonic() < end:
             time.sleep(0.05)  # Fast DDS makes its segment a moment after the participant
-        print(*[p.name for p in shm.own_participant_segments()], flush=True)
+        print(*[p.name for p in shm.participant_segments()], flush=True)
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.5)  # KeyboardInterrupt here: still starting (the other nodes are not built)
     world_node.WorldNode.__init__ = init

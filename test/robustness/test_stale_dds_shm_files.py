@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import shutil
 import signal
 import struct
@@ -95,20 +94,17 @@ def test_dead_participants_segments_are_found_and_nothing_else(tmp_path):
 
 def test_a_sigkilled_participants_segment_is_found_dead_and_a_live_ones_is_not():
     """The real Fast DDS: a live participant holds its `_el` lock; SIGKILLed, it leaves the segment behind.
-    (Its segment is the one whose `_el` file the process has open: other tests' processes come and go.)"""
+    (Its segment is the one whose `_el` file the process has open, shm.participant_segments: other tests'
+    processes come and go.)"""
     script = "import rclpy, time; rclpy.init(); node = rclpy.create_node('doomed'); print('up', flush=True); time.sleep(60)"
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline().strip() == "up"
         end = time.monotonic() + 20
-        while True:  # Fast DDS makes the segment a moment after the participant
-            ours = {Path(os.readlink(fd)).name[:-3] for fd in Path(f"/proc/{process.pid}/fd").iterdir()
-                    if re.fullmatch(r"/dev/shm/fastrtps_[0-9a-f]{16}_el", os.readlink(fd))}
-            if ours or time.monotonic() > end:
-                break
-            time.sleep(0.1)
-        assert len(ours) == 1, ours
-        (segment,) = ours
+        while not (ours := shm.participant_segments(process.pid)) and time.monotonic() < end:
+            time.sleep(0.1)  # Fast DDS makes the segment a moment after the participant
+        assert len(ours) == 2, ours  # the segment and its `_el` file
+        segment = ours[0].name
         assert not [p for p in shm.dead_participant_segments(settled=0) if p.name.startswith(segment)]
     finally:
         process.kill()

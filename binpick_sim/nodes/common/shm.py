@@ -141,23 +141,23 @@ def dead_participant_segments(directory: Path = SHM, settled: float = 2.0) -> li
     return dead
 
 
-def own_participant_segments(directory: Path = SHM) -> list[Path]:
-    """This process's own participants' segments and `_el` files (the `_el` files it holds open). A process
-    that leaves with os._exit (`sim` interrupted while starting) deletes them first: Fast DDS's own
-    clean-up never runs then, and each would stay in /dev/shm for good (~0.5 MB)."""
-    mine: list[Path] = []
+def participant_segments(pid: int | str = "self", directory: Path = SHM) -> list[Path]:
+    """The segments and `_el` files of the participants of process `pid` (this one by default): the `_el`
+    files it holds open. A process that leaves with os._exit (`sim` interrupted while starting) deletes its
+    own first: Fast DDS's own clean-up never runs then, and each would stay in /dev/shm for good (~0.5 MB)."""
+    found: list[Path] = []
     try:
-        fds = os.listdir("/proc/self/fd")
+        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return mine
+        return found
     for fd in fds:
         try:
-            target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            target = Path(os.readlink(f"/proc/{pid}/fd/{fd}"))
         except OSError:
             continue
         if target.parent == directory and target.name.endswith("_el") and _PARTICIPANT.match(target.name[:-3]):
-            mine += [target.with_name(target.name[:-3]), target]
-    return mine
+            found += [target.with_name(target.name[:-3]), target]
+    return found
 
 
 def _semaphore_ok(path: Path) -> bool:

@@ -16,7 +16,7 @@ def stop_interrupted() -> int:  # never returns
     The OS does not clean /dev/shm, though: the participant's own segment is deleted first (shm.py)."""
     print(INTERRUPTED, file=sys.stderr, flush=True)
     if "binpick_sim.nodes.common.shm" in sys.modules:  # loaded by the stack, before any participant
-        for path in sys.modules["binpick_sim.nodes.common.shm"].own_participant_segments():
+        for path in sys.modules["binpick_sim.nodes.common.shm"].participant_segments():
             try:
                 path.unlink()
             except OSError:

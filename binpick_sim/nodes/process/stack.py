@@ -141,11 +141,11 @@ class SimStack:
         callback manager with callbacks remaining", exit -6 instead of 0; once in 60 Ctrl-Cs sent just
         after the start, and once in a CI rehearsal). SIGTERM takes that executor's own path and never
         raised here."""
-        previous = None
+        installed, previous = False, None
         try:
             self._start_threads(main=False)
             if threading.current_thread() is threading.main_thread():
-                previous = signal.signal(signal.SIGINT, self._stop_at_ctrl_c)
+                previous, installed = signal.signal(signal.SIGINT, self._stop_at_ctrl_c), True
             if self.physics_serves:  # the physics thread serves; this one only waits for the end
                 while self._serving and self.context.ok() and self.loop.running:
                     time.sleep(SPIN_PERIOD)
@@ -155,8 +155,8 @@ class SimStack:
             pass
         finally:
             self.close()
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            if installed:  # (None: the one before was not Python's; the default one stands in for it)
+                signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
     def _stop_at_ctrl_c(self, signum, frame) -> None:
         """The first Ctrl-C ends serving at the loops' next turn (SPIN_PERIOD at most); a second one, while
