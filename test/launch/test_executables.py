@@ -30,7 +30,8 @@ def test_sim_serves_and_stops_cleanly(ros_context, tmp_path, sig, lockstep):
     try:
         if not lockstep:  # in lock-step nothing is published until a request asks for it
             client.wait_for_topics(["joint_states"], timeout=60)
-        assert client.call("world/reset", timeout=60).success
+        # again every 5 s: the first request can be lost to discovery (SimClient.call; a CI run waited 60 s)
+        assert client.call("world/reset", timeout=60, resend=5.0).success
     finally:
         client.close()
         sim.process.send_signal(sig)

@@ -115,13 +115,25 @@ class SimClient:
         """Publish on arm/<kind>_commands (kind: position, velocity or delta)."""
         self.publishers[kind].publish(Float64MultiArray(data=[float(v) for v in values]))
 
-    def call(self, service: str, timeout: float = 30.0) -> Trigger.Response:
+    def call(self, service: str, timeout: float = 30.0, resend: float | None = None) -> Trigger.Response:
+        """Call a Trigger service; TimeoutError after `timeout` s without an answer. The client is new, and a
+        request sent as soon as it sees the service can be lost for good: the server may not yet have matched
+        this client's request writer (its volatile reader then drops the sample). `resend`: send the request
+        again every `resend` s until one is answered; only for a service where a second call is harmless."""
         client = self.node.create_client(Trigger, service)
         try:
             self.spin_until(lambda: client.service_is_ready(), timeout, f"service {service}")
-            future = client.call_async(Trigger.Request())
-            self.spin_until(future.done, timeout, f"an answer from {service}")
-            return future.result()
+            deadline = time.monotonic() + timeout
+            while True:
+                future = client.call_async(Trigger.Request())
+                left = deadline - time.monotonic()
+                wait = left if resend is None else min(resend, left)
+                try:
+                    self.spin_until(future.done, max(wait, 0.0), f"an answer from {service}")
+                    return future.result()
+                except TimeoutError:
+                    if wait >= left:
+                        raise TimeoutError(f"waited {timeout:.0f} s for an answer from {service}") from None
         finally:
             self.node.destroy_client(client)
 
