@@ -1,6 +1,6 @@
-"""SimClient.call over real DDS: a request that gets no answer (as one lost to discovery: the server had not
-yet matched the new client's writer) is sent again every `resend` seconds when the caller says a second
-call is harmless, and without `resend` the call waits out its timeout and names the service."""
+"""SimClient.call over real DDS: a request that gets no answer (as one the server never saw: SimClient.call
+says when that happened) is sent again every `resend` seconds when the caller says a second call is
+harmless, and without `resend` the call waits out its timeout and names the service."""
 import pytest
 from std_srvs.srv import Trigger
 

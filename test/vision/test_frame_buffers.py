@@ -36,7 +36,7 @@ def test_the_render_worker_reuses_the_heap_for_large_frames_instead_of_faulting_
         per_frame = (minor_faults(worker.pid) - before) / FRAMES
         # with the heap kept: 0-2 a frame, but in up to 4 frames of 40 the heap grew by 0.5-3 MB (129-768
         # faults; a CI run's 5 frames took 115 on average from one such); without: 0-4,580 a frame, and
-        # 380-970 on average over 15 (six runs)
+        # 394-947 on average over 20 (six runs)
         assert per_frame < 200, per_frame
     finally:
         worker.close()
