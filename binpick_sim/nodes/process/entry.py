@@ -27,10 +27,13 @@ def main() -> int:
             stop_interrupted()  # the held text (a traceback of the interrupt) is dropped
         raise
     finally:
-        if sys.stderr is not held:  # released: what the imports printed, in order, where it belongs, unless a
-            printed, sys.stderr = sys.stderr.getvalue(), held  # Ctrl-C came: then it holds its traceback (one
-            if not _SIGNALLED:  # that Python printed as "Exception ignored" where it cannot raise, e.g. in
-                sys.stderr.write(printed)  # importlib's module-lock callback), and is dropped
+        # Released: what the imports printed, in order, where it belongs. After a Ctrl-C it is dropped: it
+        # holds the interrupt's traceback, which Python prints as "Exception ignored" where it cannot raise
+        # (e.g. in importlib's module-lock callback) before carrying on.
+        if sys.stderr is not held:
+            printed, sys.stderr = sys.stderr.getvalue(), held
+            if not _SIGNALLED:
+                sys.stderr.write(printed)
     if _SIGNALLED:  # an import caught the KeyboardInterrupt and carried on (C code may clear any error)
         stop_interrupted()
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the stack sets up its own from here on
