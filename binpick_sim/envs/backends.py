@@ -170,7 +170,7 @@ class RosBackend:
 
     _count = itertools.count()
     TIMEOUT = TIMEOUT
-    RESEND = 5.0  # s: a parameter request without a reply goes out again (_set_node_parameters)
+    RESEND = 5.0  # s: a parameter or reset request without a reply goes out again
 
     def __init__(self, config: Config, images: bool, gui: bool = False, namespace: str | None = None,
                  sim_parameters: dict | None = None, privileged: bool = False, segmentation: bool = False,
@@ -252,13 +252,17 @@ class RosBackend:
         from rclpy.parameter import Parameter
 
         self.objects_sent = False
+        self.reset_ids = itertools.count(1)  # world/reset's reset_id: this backend's sim process is its own
         self._set_node_parameters("task", [Parameter("objects", value=False)] +
                                   [Parameter("privileged", value=True)] * self.privileged)
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter
 
-        parameters = [Parameter("keep_object_type", value=bool(keep_object_type))]
+        # a new reset_id each reset: the world answers a copy of this request without resetting again, so it
+        # can go out again (RESEND) if the first is lost, as a parameter request can
+        parameters = [Parameter("keep_object_type", value=bool(keep_object_type)),
+                      Parameter("reset_id", value=next(self.reset_ids))]
         if seed is not None:
             parameters.append(Parameter("seed", value=int(seed)))
         self._set_node_parameters("world", parameters)
@@ -267,7 +271,7 @@ class RosBackend:
                 self.set_camera(self.configured_camera)
             except ValueError:  # the node checks each value against the others as they are (near < far):
                 self.set_camera(self.configured_camera)  # a second pass finds the first one's values set
-        answer = self.client.call("world/reset", timeout=self.TIMEOUT)
+        answer = self.client.call("world/reset", timeout=self.TIMEOUT, resend=self.RESEND)
         if not answer.success:
             raise RuntimeError(f"world/reset failed: {answer.message}")
         # The first exchange may race discovery (the sim's writers matching this client's readers, the
@@ -383,19 +387,13 @@ class RosBackend:
         the reply; seen once in CI as a reset that waited 120 s). Setting the same values twice is harmless."""
         from rclpy.parameter_client import AsyncParameterClient
 
+        from ..nodes.clients.client import answered
+
         client = AsyncParameterClient(self.client.node, node)
         self.client.spin_until(client.services_are_ready, self.TIMEOUT, f"the {node}'s parameter services")
-        deadline = time.monotonic() + self.TIMEOUT
-        while True:
-            future = client.set_parameters(parameters)
-            left = deadline - time.monotonic()
-            try:
-                self.client.spin_until(future.done, min(self.RESEND, max(left, 0.0)), f"the {node}'s parameters")
-                break
-            except TimeoutError:
-                if left <= self.RESEND:
-                    raise TimeoutError(f"waited {self.TIMEOUT:.0f} s for the {node}'s parameters") from None
-        failed = [r.reason for r in future.result().results if not r.successful]
+        result = answered(lambda: client.set_parameters(parameters), self.client.spin_until, self.TIMEOUT,
+                          self.RESEND, f"the {node}'s parameters")
+        failed = [r.reason for r in result.results if not r.successful]
         if failed:
             raise ValueError(f"{node} refused the parameters: {'; '.join(failed)}")
 

@@ -116,6 +116,27 @@ def test_the_same_seed_gives_the_same_episode_over_ros_whatever_ran_before(obser
     assert_repeatable("binpick_sim/FrankaDelta-v0", "ros", observation)
 
 
+def test_a_reset_sent_many_times_over_ros_still_gives_the_seeded_episode():
+    """The ROS backend sends world/reset again when no reply comes in RESEND s (a request can be lost as its
+    service is discovered). Here it sends a copy every ~20 ms while the world is still resetting: the copies
+    must reset nothing (reset_id), or the episode would be an unseeded one."""
+    env = make("binpick_sim/FrankaDelta-v0", "ros", observation="state")
+    try:
+        backend = env.unwrapped.backend
+        actions = fixed_actions(env)
+        first = episode(env, SEED, actions)
+        answers = []
+        call = backend.client.call
+        backend.client.call = lambda *args, **kwargs: answers.append(call(*args, **kwargs)) or answers[-1]
+        backend.RESEND = 0.01
+        env.reset(seed=SEED + 1)
+        assert same(episode(env, SEED, actions), first)
+        assert answers and all("again: nothing reset" in a.message for a in answers), \
+            [a.message for a in answers]  # each reset was sent more than once, and answered by a copy
+    finally:
+        env.close()
+
+
 FRESH = """
 import sys, json
 sys.path.insert(0, {test!r})

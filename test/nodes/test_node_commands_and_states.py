@@ -114,6 +114,33 @@ def test_reset_starts_a_new_seeded_episode(ros_context, client):
     assert not bad.result().results[0].successful
 
 
+def test_a_reset_sent_again_under_its_reset_id_resets_nothing(client, stack):
+    """A client that lost a reset's reply sends it again: with the same reset_id set, the copy gets the
+    first one's reply and the world stays in that episode (a second, unseeded reset would lose the seed)."""
+    parameters = AsyncParameterClient(client.node, "world")
+    client.spin_until(lambda: parameters.services_are_ready(), 20, "world's parameter services")
+
+    def set_parameters(**values):
+        future = parameters.set_parameters([Parameter(k, value=v) for k, v in values.items()])
+        client.spin_until(future.done, 20, f"{values} set")
+        return [r.successful for r in future.result().results]
+
+    try:
+        assert set_parameters(reset_id=7, seed=5) == [True, True]
+        first = client.call("world/reset")
+        episode = stack.sim.scene.episode
+        assert first.success and "seed 5" in first.message
+        again = client.call("world/reset")
+        assert again.success and again.message == f"{first.message} (reset_id 7 again: nothing reset)"
+        assert stack.sim.scene.episode == episode
+        assert set_parameters(reset_id=8) == [True]
+        assert client.call("world/reset").success and stack.sim.scene.episode == episode + 1
+        assert set_parameters(reset_id=-1) == [False]
+    finally:
+        assert set_parameters(reset_id=0) == [True]  # the other tests' resets all reset
+    assert client.call("world/reset").success and stack.sim.scene.episode == episode + 2
+
+
 def diagnostics_of(client, node_name):
     arrays = []
     client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)

@@ -34,6 +34,25 @@ TOPICS = {
 }
 
 
+def answered(send: Callable[[], object], spin_until: Callable, timeout: float, resend: float | None, what: str):
+    """The result of the future that `send()` returns, spinning with `spin_until` (SimClient.spin_until's
+    contract) while waiting; `send()` again every `resend` s until one is done (None: send once). TimeoutError
+    naming `what` after `timeout` s. A service request sent just as its service was discovered can be lost
+    for good (SimClient.call, the ROS backend's parameters and resets), so the callers that may ask twice
+    resend."""
+    deadline = time.monotonic() + timeout
+    while True:
+        future = send()
+        left = deadline - time.monotonic()
+        wait = left if resend is None else min(resend, left)
+        try:
+            spin_until(future.done, max(wait, 0.0), what)
+            return future.result()
+        except TimeoutError:
+            if wait >= left:
+                raise TimeoutError(f"waited {timeout:.0f} s for {what}") from None
+
+
 class SimClient:
     def __init__(self, name: str = "binpick_client", namespace: str = "", context: Context | None = None,
                  topics: dict | None = None, executor=SingleThreadedExecutor, depth: int = 1):
@@ -124,17 +143,8 @@ class SimClient:
         client = self.node.create_client(Trigger, service)
         try:
             self.spin_until(lambda: client.service_is_ready(), timeout, f"service {service}")
-            deadline = time.monotonic() + timeout
-            while True:
-                future = client.call_async(Trigger.Request())
-                left = deadline - time.monotonic()
-                wait = left if resend is None else min(resend, left)
-                try:
-                    self.spin_until(future.done, max(wait, 0.0), f"an answer from {service}")
-                    return future.result()
-                except TimeoutError:
-                    if wait >= left:
-                        raise TimeoutError(f"waited {timeout:.0f} s for an answer from {service}") from None
+            return answered(lambda: client.call_async(Trigger.Request()), self.spin_until, timeout, resend,
+                            f"an answer from {service}")
         finally:
             self.node.destroy_client(client)
 

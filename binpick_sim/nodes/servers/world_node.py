@@ -83,6 +83,11 @@ class WorldNode(Node):
         self.keep_object_type = declare(self, "keep_object_type", False,
                                         "Refill the pick bin with the same object type at the next world/reset.",
                                         on_change=self.set_keep_object_type)
+        self.reset_id = declare(self, "reset_id", 0, "Id of the next world/reset, for a client that may send it "
+                                "again (0: none): while reset_id is still the id of the last reset done, a "
+                                "world/reset answers as that one did and resets nothing. Set a new id before "
+                                "each reset.", low=0, high=MAX_SEED, on_change=self.set_reset_id)
+        self.last_reset: tuple[int, str] = (0, "")  # (reset_id, reply) of the last reset done under an id
 
         self.robot_interface = declare(self, "robot_interface", False, "Serve the time-indexed robot interface "
                                        "(robot/...): the arm under torque control, one time index per physics "
@@ -149,6 +154,17 @@ class WorldNode(Node):
         return (f"episode {scene.episode}: {scene.object_count} objects of type {scene.object_urdf.stem}"
                 f" ({scene.config.object_set} set{seeded})")
 
+    def reset_once(self) -> str:
+        """reset_world, unless this reset_id's reset was done already (a request sent again after its reply
+        was lost): then that reset's reply, saying so. On the physics thread, so two copies of one request
+        served at once (the `multi` executor) are still told apart."""
+        reset_id = self.reset_id
+        if reset_id and self.last_reset[0] == reset_id:
+            return f"{self.last_reset[1]} (reset_id {reset_id} again: nothing reset)"
+        reply = self.reset_world()
+        self.last_reset = (reset_id, reply)
+        return reply
+
     def publish_clock(self) -> None:
         if self.clock_publisher.get_subscription_count():  # nobody listening: no message to build
             self.clock.clock = convert.stamp(self.sim.world.time)
@@ -178,7 +194,7 @@ class WorldNode(Node):
     # --- executor threads ---------------------------------------------------------------------
     def on_reset(self, request, response):
         try:
-            response.message = self.loop.run(self.reset_world)
+            response.message = self.loop.run(self.reset_once)
             response.success = True
         except Exception as exc:  # report, keep serving
             response.success, response.message = False, f"reset failed: {exc}"
@@ -243,6 +259,9 @@ class WorldNode(Node):
 
     def set_keep_object_type(self, value: bool) -> None:
         self.keep_object_type = value
+
+    def set_reset_id(self, value: int) -> None:
+        self.reset_id = value
 
     def check_for_other_stacks(self) -> None:
         """Two stacks in one namespace and domain interleave joint_states and share world/reset: say so,
