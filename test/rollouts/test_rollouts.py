@@ -1,7 +1,7 @@
 """Rollouts on Ray (binpick_sim.rollouts) and the RLlib env registry, on one local Ray cluster.
 
 The cluster is the module's (num_cpus=2, as CI has); its workers import this checkout and the test
-folder (for rollout_policies). Episodes are capped short, except the 20 scripted-picker seeds.
+folder (for rollout_policies). Episodes are capped short, except the 8 scripted-picker seeds.
 """
 from __future__ import annotations
 
@@ -209,17 +209,24 @@ def test_privileged_observations_are_recorded_as_the_env_gave_them(tmp_path, obs
         main(["--observation", "rgbd", "--out", str(tmp_path / "x")])
 
 
+# Seeds 8..15: the picker fails in one of them (11) and takes long in two (12, 14: 77-79 steps against 44-46),
+# so the comparison sees each kind of episode; the manual's 100 episodes would take minutes.
+SCRIPTED_SEEDS = list(range(8, 16))
+
+
 @pytest.fixture(scope="module")
 def scripted_run(cluster, tmp_path_factory):
-    """The manual's demonstration command on 20 seeds: `rollouts --episodes 20 --workers 2 --seed 0`."""
+    """The manual's demonstration command on SCRIPTED_SEEDS: `rollouts --episodes 8 --workers 2 --seed 8`."""
     from concurrent.futures import ThreadPoolExecutor
 
     from binpick_sim.rollouts import main, read_dataset
 
     out = tmp_path_factory.mktemp("scripted") / "demos"
+    seeds = SCRIPTED_SEEDS
     with ThreadPoolExecutor(1) as pool:  # the in-process reference meanwhile (the driver mostly waits)
-        local = pool.submit(_in_process_scripted, range(20))
-        assert main(["--episodes", "20", "--workers", "2", "--seed", "0", "--out", str(out)]) == 0
+        local = pool.submit(_in_process_scripted, seeds)
+        assert main(["--episodes", str(len(seeds)), "--workers", "2", "--seed", str(seeds[0]),
+                     "--out", str(out)]) == 0
         local = local.result()
     return out, read_dataset(out)[1], json.loads((out / "dataset.json").read_text()), local
 
@@ -241,10 +248,11 @@ def _in_process_scripted(seeds):
 @pytest.mark.slow
 def test_scripted_picker_success_matches_the_in_process_run(scripted_run):
     _, episodes, summary, local = scripted_run
-    assert episodes["seed"].tolist() == list(range(20))
+    assert episodes["seed"].tolist() == SCRIPTED_SEEDS
     assert episodes["success"].tolist() == [r["grabs"] > 0 for r in local]
+    assert not all(episodes["success"]) and len(set(episodes["length"])) > 2  # episodes of every kind
     assert episodes["length"].tolist() == [r["steps"] for r in local]
-    assert summary["success_rate"] == sum(r["grabs"] > 0 for r in local) / 20
+    assert summary["success_rate"] == sum(r["grabs"] > 0 for r in local) / len(SCRIPTED_SEEDS)
     assert summary["success_rate"] >= 0.5  # the picker works at all (bench: gym group)
     assert summary["workers"] == 2 and summary["retries"] == 0
 
