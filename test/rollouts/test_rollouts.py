@@ -222,10 +222,9 @@ def scripted_run(cluster, tmp_path_factory):
     from binpick_sim.rollouts import main, read_dataset
 
     out = tmp_path_factory.mktemp("scripted") / "demos"
-    seeds = SCRIPTED_SEEDS
     with ThreadPoolExecutor(1) as pool:  # the in-process reference meanwhile (the driver mostly waits)
-        local = pool.submit(_in_process_scripted, seeds)
-        assert main(["--episodes", str(len(seeds)), "--workers", "2", "--seed", str(seeds[0]),
+        local = pool.submit(_in_process_scripted, SCRIPTED_SEEDS)
+        assert main(["--episodes", str(len(SCRIPTED_SEEDS)), "--workers", "2", "--seed", str(SCRIPTED_SEEDS[0]),
                      "--out", str(out)]) == 0
         local = local.result()
     return out, read_dataset(out)[1], json.loads((out / "dataset.json").read_text()), local

@@ -87,7 +87,7 @@ class WorldNode(Node):
                                 "again (0: none): while reset_id is still the id of the last reset done, a "
                                 "world/reset answers as that one did and resets nothing. Set a new id before "
                                 "each reset.", low=0, high=MAX_SEED, on_change=self.set_reset_id)
-        self.last_reset: tuple[int, str] = (0, "")  # (reset_id, reply) of the last reset done under an id
+        self.last_reset: tuple[int, str] = (0, "")  # (reset_id, reply) of the last reset done (reset_once)
 
         self.robot_interface = declare(self, "robot_interface", False, "Serve the time-indexed robot interface "
                                        "(robot/...): the arm under torque control, one time index per physics "
