@@ -114,9 +114,8 @@ def test_reset_starts_a_new_seeded_episode(ros_context, client):
     assert not bad.result().results[0].successful
 
 
-def test_a_reset_sent_again_under_its_reset_id_resets_nothing(client, stack):
-    """A client that lost a reset's reply sends it again: with the same reset_id set, the copy gets the
-    first one's reply and the world stays in that episode (a second, unseeded reset would lose the seed)."""
+def world_parameters(client):
+    """set(**values): set the world node's parameters over ROS; each one's success, in order."""
     parameters = AsyncParameterClient(client.node, "world")
     client.spin_until(lambda: parameters.services_are_ready(), 20, "world's parameter services")
 
@@ -124,7 +123,13 @@ def test_a_reset_sent_again_under_its_reset_id_resets_nothing(client, stack):
         future = parameters.set_parameters([Parameter(k, value=v) for k, v in values.items()])
         client.spin_until(future.done, 20, f"{values} set")
         return [r.successful for r in future.result().results]
+    return set_parameters
 
+
+def test_a_reset_sent_again_under_its_reset_id_resets_nothing(client, stack):
+    """A client that lost a reset's reply sends it again: with the same reset_id set, the copy gets the
+    first one's reply and the world stays in that episode (a second, unseeded reset would lose the seed)."""
+    set_parameters = world_parameters(client)
     try:
         # (under a reset_id the calls may resend: a request lost as its new client is discovered then costs 5 s)
         assert set_parameters(reset_id=7, seed=5) == [True, True]
@@ -142,6 +147,33 @@ def test_a_reset_sent_again_under_its_reset_id_resets_nothing(client, stack):
     finally:
         assert set_parameters(reset_id=0) == [True]  # the other tests' resets all reset
     assert client.call("world/reset").success and stack.sim.scene.episode == episode + 2
+
+
+def test_a_failed_reset_keeps_its_seed_for_the_next_one(client, stack, monkeypatch):
+    """A world/reset that fails (here the rebuild raises, once) does not use up the seed set for it: the
+    client's next reset is that seeded episode, not an unseeded one."""
+    set_parameters = world_parameters(client)
+
+    def object_poses():
+        return stack.loop.run(lambda: [(p, o) for _, p, o in stack.sim.object_poses()])
+
+    assert set_parameters(seed=5) == [True]
+    assert client.call("world/reset").success
+    seeded = object_poses()
+    assert set_parameters(seed=5) == [True]
+    reset = stack.sim.reset
+
+    def fails_once(*args, **kwargs):
+        monkeypatch.setattr(stack.sim, "reset", reset)
+        raise RuntimeError("injected: the rebuild failed")
+    monkeypatch.setattr(stack.sim, "reset", fails_once)
+    failed = client.call("world/reset")
+    assert not failed.success and "injected" in failed.message
+    retried = client.call("world/reset")
+    assert retried.success and "seed 5" in retried.message, retried.message
+    assert object_poses() == seeded
+    unseeded = client.call("world/reset")  # the seed is used up now
+    assert unseeded.success and "seed" not in unseeded.message, unseeded.message
 
 
 def diagnostics_of(client, node_name):

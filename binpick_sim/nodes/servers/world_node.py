@@ -51,7 +51,8 @@ class WorldNode(Node):
         self.seed = declare(self, "seed", sim_config.seed,
                             "Seed of the next world/reset; setting it makes that reset repeat an episode.",
                             low=0, high=MAX_SEED, on_change=self.set_seed)
-        self.pending_seed: int | None = self.seed
+        # the seed of the next reset, boxed: a new box per set, so a reset clears only the one it read
+        self.pending_seed: tuple[int] | None = (self.seed,)
         realtime_factor = declare(self, "realtime_factor", sim_config.realtime_factor,
                                   "Sim seconds per wall second; 0 runs as fast as possible, otherwise at least "
                                   f"{MIN_REALTIME_FACTOR:g}.", low=0.0, high=MAX_REALTIME_FACTOR,
@@ -144,9 +145,12 @@ class WorldNode(Node):
 
     # --- physics thread -----------------------------------------------------------------------
     def reset_world(self) -> str:
-        seed, self.pending_seed = self.pending_seed, None
+        pending = self.pending_seed
+        seed = pending[0] if pending else None
         self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
         sanity.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
+        if self.pending_seed is pending:  # used up only now: a failed reset's retry gets the seed again
+            self.pending_seed = None
         if getattr(self, "planning_scene", None) is not None:
             self.planning_scene.reset()
         scene = self.sim.scene
@@ -255,7 +259,7 @@ class WorldNode(Node):
             self.loop.realtime_factor = value
 
     def set_seed(self, value: int) -> None:
-        self.pending_seed = value
+        self.pending_seed = (value,)
 
     def set_keep_object_type(self, value: bool) -> None:
         self.keep_object_type = value
