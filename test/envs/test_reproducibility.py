@@ -24,7 +24,10 @@ import binpick_sim.envs  # noqa: F401  (registers the ids)
 
 SMALL_CAMERA = (64, 48)
 SEED = 123
-TRIALS = 20
+# The seeded episode, then TRIALS - 1 more after other histories. With HISTORY's draws the six histories of
+# `make test` hold each kind (another seed, none, the same object type) and 0 to 3 steps after it, as the
+# test checks; `make test-scale` runs SCALE_TRIALS.
+TRIALS, SCALE_TRIALS, HISTORY = 7, 20, 1
 
 
 def make(env_id, backend="direct", **kwargs):
@@ -72,9 +75,9 @@ def digest(seen) -> str:
     return hashlib.sha256(pickle.dumps(seen, protocol=4)).hexdigest()
 
 
-def something_else(env, rng) -> None:
+def something_else(env, rng) -> tuple[int, int]:
     """What a user may do between two resets: another seed, an unseeded reset, a restart with the same
-    object type, then some random steps."""
+    object type, then some random steps. (Which of the three, how many steps.)"""
     choice = rng.integers(3)
     if choice == 0:
         env.reset(seed=int(rng.integers(10_000)))
@@ -82,38 +85,48 @@ def something_else(env, rng) -> None:
         env.reset()
     else:
         env.reset(options={"keep_object_type": True})
-    for _ in range(int(rng.integers(0, 4))):
+    steps = int(rng.integers(0, 4))
+    for _ in range(steps):
         env.step(env.action_space.sample())
+    return int(choice), steps
 
 
-def assert_repeatable(env_id, backend, observation, trials=TRIALS):
+def assert_repeatable(env_id, backend, observation, trials):
     env = make(env_id, backend, observation=observation)
     try:
         actions = fixed_actions(env)
         env.action_space.seed(1)
-        rng = np.random.default_rng(2)
+        rng = np.random.default_rng(HISTORY)
         first = episode(env, SEED, actions)
         assert first[0][2], "the episode has objects to compare"
+        histories = []
         for trial in range(1, trials):
-            something_else(env, rng)
+            histories.append(something_else(env, rng))
             again = episode(env, SEED, actions)
             assert same(again, first), f"trial {trial}: seed {SEED} gave another episode"
+        kinds, steps = (set(h) for h in zip(*histories))
+        assert kinds == {0, 1, 2} and steps == {0, 1, 2, 3}, histories  # every kind of history came before
         return first
     finally:
         env.close()
 
 
+TRIAL_COUNTS = pytest.mark.parametrize("trials", [TRIALS, pytest.param(SCALE_TRIALS, marks=pytest.mark.scale)])
+
+
 @pytest.mark.slow
+@TRIAL_COUNTS
 @pytest.mark.parametrize("env_id, observation", [("binpick_sim/FrankaVelocity-v0", "state"),
                                                  ("binpick_sim/FrankaDelta-v0", "image")])
-def test_the_same_seed_gives_the_same_episode_whatever_ran_before(env_id, observation):
-    assert_repeatable(env_id, "direct", observation)
+def test_the_same_seed_gives_the_same_episode_whatever_ran_before(env_id, observation, trials):
+    assert_repeatable(env_id, "direct", observation, trials)
 
 
 @pytest.mark.slow
+@TRIAL_COUNTS
 @pytest.mark.parametrize("observation", ["state", "image"])
-def test_the_same_seed_gives_the_same_episode_over_ros_whatever_ran_before(observation):
-    assert_repeatable("binpick_sim/FrankaDelta-v0", "ros", observation)
+def test_the_same_seed_gives_the_same_episode_over_ros_whatever_ran_before(observation, trials):
+    assert_repeatable("binpick_sim/FrankaDelta-v0", "ros", observation, trials)
 
 
 def test_a_reset_sent_many_times_over_ros_still_gives_the_seeded_episode():

@@ -383,10 +383,11 @@ def test_lerobot_export_bad_input_writes_nothing(images, scripted, tmp_path, cap
 ONE_OBJECT = REPO / "config" / "scene_one_object.yaml"  # the cheap scene: a reset in ~0.1 s, not ~1 s
 
 
-@pytest.mark.slow  # two rollouts runs of 20 episodes and a replay of 20: ~75 s on the shared 2 cores, most of it Ray
-def test_the_same_twenty_scripted_episodes_give_the_same_actions_in_every_format(cluster, minari_home, tmp_path,
-                                                                                  capsys):
-    """20 scripted-picker episodes (seeds 40..59, 6 steps each, the one-object scene) recorded by `rollouts`
+@pytest.mark.slow  # two rollouts runs and a replay: 6 episodes ~15 s on the shared 2 cores, 20 ~45 s (test-scale)
+@pytest.mark.parametrize("episodes", [6, pytest.param(20, marks=pytest.mark.scale)])
+def test_the_same_scripted_episodes_give_the_same_actions_in_every_format(cluster, minari_home, tmp_path, capsys,
+                                                                          episodes):
+    """Scripted-picker episodes (seeds 40.., 6 steps each, the one-object scene) recorded by `rollouts`
     twice: as Parquet with its Minari export (by exact replay), and as LeRobot v3.0; each read back by its
     own ecosystem's reader (pandas, minari.load_dataset, Hugging Face datasets)."""
     for module in ("datasets", "av"):
@@ -396,23 +397,23 @@ def test_the_same_twenty_scripted_episodes_give_the_same_actions_in_every_format
 
     from binpick_sim.rollouts import main
 
-    common = ["--episodes", "20", "--workers", "2", "--seed", "40", "--max-steps", "6", "--config", str(ONE_OBJECT)]
+    common = ["--episodes", str(episodes), "--workers", "2", "--seed", "40", "--max-steps", "6", "--config", str(ONE_OBJECT)]
     assert main(["--out", str(tmp_path / "parquet"), *common, "--format", "minari",
-                 "--minari-id", "binpick_sim/franka-delta/twenty-v0"]) == 0
+                 "--minari-id", f"binpick_sim/franka-delta/seeds-40-{episodes}-v0"]) == 0
     assert main(["--out", str(tmp_path / "lerobot"), *common, "--format", "lerobot"]) == 0
     assert sorted(os.listdir(tmp_path)) == ["lerobot", "minari", "parquet"]  # the LeRobot run's source is gone
     capsys.readouterr()
 
     steps = pd.read_parquet(tmp_path / "parquet" / "steps").sort_values(["episode", "step"])
-    parquet = [np.stack(steps[steps.episode == k]["action"]).astype(np.float32) for k in range(20)]
-    dataset = minari.load_dataset("binpick_sim/franka-delta/twenty-v0")
+    parquet = [np.stack(steps[steps.episode == k]["action"]).astype(np.float32) for k in range(episodes)]
+    dataset = minari.load_dataset(f"binpick_sim/franka-delta/seeds-40-{episodes}-v0")
     from_minari = [episode.actions for episode in dataset.iterate_episodes()]
     frames = _hf_frames(tmp_path / "lerobot", tmp_path / "hf").with_format("numpy")
     indices, actions = np.asarray(frames["episode_index"]), np.asarray(frames["action"])
-    from_lerobot = [actions[indices == k] for k in range(20)]
-    assert len(parquet) == len(from_minari) == len(from_lerobot) == 20
-    assert sum(len(a) for a in parquet) == 120 and np.abs(np.concatenate(parquet)).max() > 0  # real actions
-    for k in range(20):
+    from_lerobot = [actions[indices == k] for k in range(episodes)]
+    assert len(parquet) == len(from_minari) == len(from_lerobot) == episodes
+    assert sum(len(a) for a in parquet) == 6 * episodes and np.abs(np.concatenate(parquet)).max() > 0  # real actions
+    for k in range(episodes):
         np.testing.assert_array_equal(from_minari[k], parquet[k], err_msg=f"minari episode {k}")
         np.testing.assert_array_equal(from_lerobot[k], parquet[k], err_msg=f"lerobot episode {k}")
     # the scene file travels with the dataset: Minari's env and LeRobot's fps are the one-object scene's
