@@ -22,6 +22,7 @@ class BinPickingSim:
         sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
         renderer = rendering.choose(config.simulation.renderer, gui, sizes)
         self.world = World(config.simulation, gui=gui or renderer == "gui")
+        drawn = drawn or gui or renderer == "gui"  # a GUI window always shows the arms
         try:
             self.world.renderer = rendering.attach(self.world.client, renderer)  # before any body is loaded
         except BaseException:

@@ -9,6 +9,7 @@ from std_msgs.msg import Float64MultiArray
 
 from binpick_sim.cell.arm import JOINT_NAMES
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
+from helpers import parameters
 
 TARGET = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03])
 
@@ -154,12 +155,12 @@ def test_a_failed_reset_keeps_its_seed_for_the_next_one(client, stack, monkeypat
     client's next reset is that seeded episode, not an unseeded one."""
     set_parameters = world_parameters(client)
 
-    def object_poses():
-        return stack.loop.run(lambda: [(p, o) for _, p, o in stack.sim.object_poses()])
+    def episode_start():  # the world's random state just after the reset seeded it (the world runs on: not its poses)
+        return stack.loop.run(lambda: stack.sim.episode_start)
 
     assert set_parameters(seed=5) == [True]
     assert client.call("world/reset").success
-    seeded = object_poses()
+    seeded = episode_start()
     assert set_parameters(seed=5) == [True]
     reset = stack.sim.reset
 
@@ -171,9 +172,27 @@ def test_a_failed_reset_keeps_its_seed_for_the_next_one(client, stack, monkeypat
     assert not failed.success and "injected" in failed.message
     retried = client.call("world/reset")
     assert retried.success and "seed 5" in retried.message, retried.message
-    assert object_poses() == seeded
+    assert episode_start() == seeded
     unseeded = client.call("world/reset")  # the seed is used up now
     assert unseeded.success and "seed" not in unseeded.message, unseeded.message
+    assert episode_start() != seeded
+
+
+def test_a_world_nothing_draws_loads_its_arm_without_visual_meshes(ros_context):
+    """A state-only gym env's sim (no camera, robot interface or reasoner) never draws its world: the arm
+    loads without its visual meshes, at start-up and at every reset (~50 ms a reset less). With
+    the camera on, the camera's frames show the arm: it has them."""
+    from binpick_sim.nodes.process.stack import SimStack
+
+    for camera in (False, True):
+        with SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=camera)}) as stack:
+            def visual_meshes():  # (without them PyBullet shows a link by its collision mesh)
+                rows = stack.sim.world.client.getVisualShapeData(stack.sim.arm.body)
+                return sum(b"/visual/" in row[4] for row in rows)
+            meshes = [stack.loop.run(visual_meshes)]
+            stack.loop.run(stack.world.reset_world)
+            meshes.append(stack.loop.run(visual_meshes))
+        assert (meshes == [0, 0]) if not camera else (min(meshes) > 0), (camera, meshes)
 
 
 def diagnostics_of(client, node_name):

@@ -98,7 +98,10 @@ class WorldNode(Node):
         if self.robot_interface:
             sim_config = dataclasses.replace(sim_config, timestep=1.0 / rate)
             self.config = dataclasses.replace(self.config, simulation=sim_config)
-        self.sim = BinPickingSim(self.config, gui=gui)
+        # Without a camera, robot interface, reasoner (or GUI: cell/sim.py) nothing draws this world (a
+        # state-only gym env's sim): its arms load without their visual meshes, which cost ~50 ms a reset
+        drawn = self.camera_enabled or self.robot_interface or self.reasoning_enabled
+        self.sim = BinPickingSim(self.config, gui=gui, drawn=drawn)
         self.get_logger().info(self.reset_world())
         wall_rate_cap = declare(self, "wall_rate_cap", True, "Running faster than real time (realtime_factor 0 "
                                 "or > 1), publish every periodic topic (/clock, joint_states, world/objects, "
