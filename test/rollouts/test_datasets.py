@@ -397,7 +397,8 @@ def test_the_same_scripted_episodes_give_the_same_actions_in_every_format(cluste
 
     from binpick_sim.rollouts import main
 
-    common = ["--episodes", str(episodes), "--workers", "2", "--seed", "40", "--max-steps", "6", "--config", str(ONE_OBJECT)]
+    common = ["--episodes", str(episodes), "--workers", "2", "--seed", "40", "--max-steps", "6",
+              "--config", str(ONE_OBJECT)]
     assert main(["--out", str(tmp_path / "parquet"), *common, "--format", "minari",
                  "--minari-id", f"binpick_sim/franka-delta/seeds-40-{episodes}-v0"]) == 0
     assert main(["--out", str(tmp_path / "lerobot"), *common, "--format", "lerobot"]) == 0
