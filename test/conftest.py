@@ -44,6 +44,11 @@ def pytest_collection_modifyitems(session, config, items) -> None:
                 item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def participants_announce_often():
+    ros_env.announce_often()  # before the session's first participant (ros_env.py: why)
+
+
 @pytest.fixture(scope="session")
 def config():
     return load_config(default_config())

@@ -48,6 +48,26 @@ def isolate() -> None:
         _prepend("AMENT_PREFIX_PATH", sys.prefix, os.environ)
 
 
+def announce_often() -> None:
+    """This process's participants announce themselves every 0.5 s, as a gym env's ROS backend has its own do
+    (binpick_sim/nodes/common/dds.py `client_profile`: a `sim` started after a test's participant otherwise
+    waited 3 s to be discovered, about one start in three): a first participant made and let go under the
+    package's client profile, which Fast DDS keeps as this process's defaults. The `sim`s a test starts do
+    not inherit it. After rclpy can load (the session's first test), before any other participant."""
+    import rclpy
+    from rclpy.context import Context
+
+    from binpick_sim.nodes.common.dds import client_profile
+
+    context = Context()
+    with client_profile():
+        rclpy.init(context=context)
+        try:
+            rclpy.create_node("binpick_test_first_participant", context=context).destroy_node()
+        finally:
+            rclpy.try_shutdown(context=context)
+
+
 def domain() -> int:
     """This process's ROS domain. Under pytest-xdist (`make test` runs two workers) each worker gets its own,
     counted from the run's controller process, so two workers of one run never share one; a developer's

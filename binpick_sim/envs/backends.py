@@ -199,7 +199,7 @@ class RosBackend:
         from ..nodes.clients.client import TOPICS, SimClient
         from ..nodes.process.spawn import SimProcess
         from ..nodes.common import step_channel as channels
-        from ..nodes.common.dds import PROFILE_VARIABLE, frame_profile
+        from ..nodes.common.dds import PROFILE_VARIABLE, client_profile, frame_profile
         from ..nodes.common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
 
         self.images = images
@@ -224,9 +224,6 @@ class RosBackend:
         finally:
             if theirs is not None:
                 os.close(theirs)  # the child's now
-        self.context = Context()
-        _ros_started_in = os.getpid()
-        rclpy.init(context=self.context)
         topics = {} if step_channel else {OBSERVATION_TOPIC: String}
         if images:
             topics.update({t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw")})
@@ -234,8 +231,12 @@ class RosBackend:
             from sensor_msgs.msg import Image
 
             topics[SEGMENTATION_TOPIC] = Image
-        self.client = SimClient("gym_env", namespace=self.namespace, context=self.context, topics=topics,
-                                executor=EventsExecutor)
+        self.context = Context()
+        _ros_started_in = os.getpid()
+        with client_profile():  # if this is the process's first participant: it announces itself often (dds.py)
+            rclpy.init(context=self.context)
+            self.client = SimClient("gym_env", namespace=self.namespace, context=self.context, topics=topics,
+                                    executor=EventsExecutor)
         self.client.watchdog = self.process.check_alive
         self.observation_topic = OBSERVATION_TOPIC
         self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)

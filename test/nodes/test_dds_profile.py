@@ -3,7 +3,8 @@ and that a user's own profile or another RMW is left alone. That a started `sim`
 is checked through its /diagnostics (vision/test_renderers.py)."""
 import xml.etree.ElementTree as ET
 
-from binpick_sim.nodes.common.dds import PROFILE_VARIABLE, profile_in_use, profile_path, use_package_profile
+from binpick_sim.nodes.common.dds import (PROFILE_VARIABLE, client_profile, client_profile_path, profile_in_use,
+                                          profile_path, use_package_profile)
 
 NS = {"p": "http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"}
 
@@ -25,6 +26,29 @@ def test_a_profile_of_the_users_own_or_another_rmw_is_left_alone():
     assert use_package_profile(cyclone) is None and cyclone == {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}
     assert profile_in_use(cyclone) == "none (rmw_cyclonedds_cpp)"
     assert profile_in_use({}) == "none (Fast DDS defaults)"
+
+
+def test_the_client_profile_is_set_only_while_the_first_participant_is_made_and_only_where_nothing_was_chosen():
+    environ = {}
+    with client_profile(environ) as path:
+        assert path == client_profile_path() and environ == {PROFILE_VARIABLE: str(path)}
+    assert environ == {}  # the `sim`s started afterwards do not inherit it
+    for chosen in ({PROFILE_VARIABLE: "/home/me/mine.xml"}, {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}):
+        before = dict(chosen)
+        with client_profile(chosen) as path:
+            assert path is None and chosen == before
+        assert chosen == before
+
+
+def test_the_client_profile_shortens_the_participants_announcements_and_nothing_else():
+    root = ET.parse(client_profile_path()).getroot()
+    assert [child.tag.split("}")[1] for child in root] == ["participant"]
+    participant = root.find("p:participant", NS)
+    assert participant.get("is_default_profile") == "true"
+    discovery = participant.find("p:rtps/p:builtin/p:discovery_config", NS)
+    assert [child.tag.split("}")[1] for child in discovery] == ["leaseAnnouncement"]
+    period = discovery.find("p:leaseAnnouncement", NS)
+    assert int(period.find("p:sec", NS).text) + int(period.find("p:nanosec", NS).text) / 1e9 == 0.5
 
 
 def test_the_profile_shortens_the_writers_heartbeat_and_nothing_else():
@@ -102,6 +126,7 @@ def test_a_640x480_image_env_over_ros_runs_its_sim_with_the_large_segment():
         pid = env.unwrapped.backend.process.process.pid
         environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
         profile = f"{PROFILE_VARIABLE}={env.unwrapped.backend.folder.name}/fastdds.xml".encode()
+        assert not [e for e in environ if b"fastdds_client.xml" in e]  # the env's own profile stayed with it
         usage = os.statvfs(dds.SHM_FOLDER)
         if dds.SHM_SHARE * 9 * 1024 * 1024 > usage.f_bavail * usage.f_frsize or os.environ.get(PROFILE_VARIABLE) \
                 or dds.rmw(os.environ) not in dds.FAST_DDS_RMWS:
