@@ -51,7 +51,7 @@ def isolate() -> None:
 def announce_often() -> None:
     """This process's participants announce themselves every 0.5 s, as a gym env's ROS backend has its own do
     (binpick_sim/nodes/common/dds.py `client_profile`: a `sim` started after a test's participant otherwise
-    waited 3 s to be discovered, about one start in three): a first participant made and let go under the
+    was discovered ~2.5 s late, about one start in three): a first participant made and let go under the
     package's client profile, which Fast DDS keeps as this process's defaults. The `sim`s a test starts do
     not inherit it. After rclpy can load (the session's first test), before any other participant."""
     import rclpy

@@ -53,9 +53,10 @@ def client_profile(environ: MutableMapping[str, str] = os.environ) -> Iterator[P
     keeps it as the process's defaults; the variable is gone again afterwards, so the processes started
     later (the `sim`s, with a profile of their own) do not inherit it.
 
-    Why: in about one start in three a `sim` and a participant made before it did not match until that
-    participant's next periodic announcement, 3 s after it was made (measured in doc/how-it-is-built.md,
-    "Discovery at start-up"); the `sim`'s own announcements did not end the wait. Nothing is set where the
+    Why: in about one start in three a `sim` and a participant made before it did not match until one of
+    that participant's periodic announcements (every 3 s by default): 3.6 s after the spawn instead of
+    about 1.1 s (measured in doc/how-it-is-built.md, "Discovery at start-up"); settings on the `sim`'s side
+    did not end the wait. Nothing is set where the
     user chose a profile or another RMW; where this process made a participant before, Fast DDS has read
     its defaults already and this changes nothing."""
     if environ.get(PROFILE_VARIABLE) or rmw(environ) not in FAST_DDS_RMWS:
