@@ -15,6 +15,21 @@ def parameters(**values):
     return [Parameter(name, value=value) for name, value in values.items()]
 
 
+def parameter_setter(client, node: str):
+    """set(**values): `node`'s parameters set over ROS through one rclpy AsyncParameterClient of `client`'s
+    node (its services waited for here); returns each value's SetParametersResult, in order."""
+    from rclpy.parameter_client import AsyncParameterClient
+
+    remote = AsyncParameterClient(client.node, node)
+    client.spin_until(remote.services_are_ready, 30, f"{node}'s parameter services")
+
+    def set_parameters(**values):
+        future = remote.set_parameters(parameters(**values))
+        client.spin_until(future.done, 30, f"{node}'s {', '.join(values)} answered")
+        return future.result().results
+    return set_parameters
+
+
 def rss_mb(pid: int | str = "self") -> float:
     """Resident MB of a process; 0 for one that has ended (a zombie's status has no VmRSS, a reaped one no file)."""
     try:

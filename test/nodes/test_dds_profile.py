@@ -1,6 +1,8 @@
 """The Fast DDS profile the sim process loads (nodes/common/dds.py, config/fastdds.xml): what it sets,
 and that a user's own profile or another RMW is left alone. That a started `sim` really runs with it
-is checked through its /diagnostics (vision/test_renderers.py)."""
+is checked through its /diagnostics (vision/test_renderers.py); that Fast DDS's own parser takes both
+profiles, here. The client profile (config/fastdds_client.xml) is the one a gym env's ROS backend and
+the tests make their first participant with."""
 import xml.etree.ElementTree as ET
 
 from binpick_sim.nodes.common.dds import (PROFILE_VARIABLE, client_profile, client_profile_path, profile_in_use,
@@ -49,6 +51,32 @@ def test_the_client_profile_shortens_the_participants_announcements_and_nothing_
     assert [child.tag.split("}")[1] for child in discovery] == ["leaseAnnouncement"]
     period = discovery.find("p:leaseAnnouncement", NS)
     assert int(period.find("p:sec", NS).text) + int(period.find("p:nanosec", NS).text) / 1e9 == 0.5
+
+
+PARTICIPANT = ("import rclpy; from rclpy.context import Context; c = Context(); rclpy.init(context=c); "
+               "rclpy.create_node('profile_check', context=c).destroy_node(); rclpy.try_shutdown(context=c)")
+
+
+def fast_dds_parse_errors(profile, tmp_path) -> list[str]:
+    """What Fast DDS's own XML parser says of `profile`, read as a process's default profile when its first
+    participant is made (it logs an XMLPARSER error for anything it cannot take, and goes on without it)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, PROFILE_VARIABLE: str(profile)}  # (this test process's own domain)
+    done = subprocess.run([sys.executable, "-c", PARTICIPANT], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [line for line in (done.stdout + done.stderr).splitlines() if "XMLPARSER" in line]
+
+
+def test_fast_dds_takes_both_profiles_without_a_parse_error(tmp_path):
+    assert fast_dds_parse_errors(profile_path(), tmp_path) == []
+    assert fast_dds_parse_errors(client_profile_path(), tmp_path) == []
+    broken = tmp_path / "misspelt.xml"  # the check can fail: one misspelt tag is reported
+    broken.write_text(client_profile_path().read_text().replace("leaseAnnouncement>", "leaseAnouncement>"))
+    assert fast_dds_parse_errors(broken, tmp_path)
 
 
 def test_the_profile_shortens_the_writers_heartbeat_and_nothing_else():

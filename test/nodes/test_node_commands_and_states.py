@@ -9,7 +9,7 @@ from std_msgs.msg import Float64MultiArray
 
 from binpick_sim.cell.arm import JOINT_NAMES
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
-from helpers import parameters
+from helpers import parameter_setter, parameters
 
 TARGET = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.03, 0.03])
 
@@ -117,14 +117,8 @@ def test_reset_starts_a_new_seeded_episode(ros_context, client):
 
 def world_parameters(client):
     """set(**values): set the world node's parameters over ROS; each one's success, in order."""
-    parameters = AsyncParameterClient(client.node, "world")
-    client.spin_until(lambda: parameters.services_are_ready(), 20, "world's parameter services")
-
-    def set_parameters(**values):
-        future = parameters.set_parameters([Parameter(k, value=v) for k, v in values.items()])
-        client.spin_until(future.done, 20, f"{values} set")
-        return [r.successful for r in future.result().results]
-    return set_parameters
+    world = parameter_setter(client, "world")
+    return lambda **values: [r.successful for r in world(**values)]
 
 
 def test_a_reset_sent_again_under_its_reset_id_resets_nothing(client, stack):

@@ -10,25 +10,20 @@ import textwrap
 
 import numpy as np
 import pytest
-from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 from std_msgs.msg import Float64MultiArray
 
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.process.spawn import SimProcess
 
-from helpers import parameters, statuses
+from helpers import parameter_setter, parameters, statuses
 
 HUGE = 1e308
 
 
 def set_parameter(client, node, name, value):
     """Set one parameter of `node`; returns (successful, reason)."""
-    remote = AsyncParameterClient(client.node, node)
-    client.spin_until(remote.services_are_ready, 30, f"{node}'s parameter services")
-    future = remote.set_parameters([Parameter(name, value=value)])
-    client.spin_until(future.done, 30, f"{node}.{name} answered")
-    result = future.result().results[0]
+    result = parameter_setter(client, node)(**{name: value})[0]
     return result.successful, result.reason
 
 

@@ -30,10 +30,16 @@ def profile_path() -> Path:
     return share_dir() / "config" / "fastdds.xml"
 
 
+def users_choice(environ: MutableMapping[str, str]) -> bool:
+    """Whether the user chose Fast DDS's settings (a profile of their own) or another RMW: then none of the
+    package's profiles is set."""
+    return bool(environ.get(PROFILE_VARIABLE)) or rmw(environ) not in FAST_DDS_RMWS
+
+
 def use_package_profile(environ: MutableMapping[str, str] = os.environ) -> Path | None:
     """Point Fast DDS at the package's profile, unless the user chose a profile or another RMW;
     returns the profile set, or None."""
-    if environ.get(PROFILE_VARIABLE) or rmw(environ) not in FAST_DDS_RMWS:
+    if users_choice(environ):
         return None
     path = profile_path()
     environ[PROFILE_VARIABLE] = str(path)
@@ -59,7 +65,7 @@ def client_profile(environ: MutableMapping[str, str] = os.environ) -> Iterator[P
     did not end the wait. Nothing is set where the
     user chose a profile or another RMW; where this process made a participant before, Fast DDS has read
     its defaults already and this changes nothing."""
-    if environ.get(PROFILE_VARIABLE) or rmw(environ) not in FAST_DDS_RMWS:
+    if users_choice(environ):
         yield None
         return
     path = environ[PROFILE_VARIABLE] = str(client_profile_path())
@@ -101,7 +107,7 @@ def frame_profile(folder: Path, frame_bytes: int, environ: MutableMapping[str, s
     (doc/how-it-is-built.md, "DDS settings"); an image env step over ROS took 10 ms more than one with
     the frame in one piece. Under ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST rmw_fastrtps adds its own
     shared-memory and UDP transports after these; discovery stays as ROS sets it."""
-    if environ.get(PROFILE_VARIABLE) or rmw(environ) not in FAST_DDS_RMWS:
+    if users_choice(environ):
         return None
     if FRAMES_IN_SEGMENT * frame_bytes <= SHM_SEGMENT:
         return None
