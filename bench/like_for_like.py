@@ -19,6 +19,10 @@ Figures:
   env overhead: 1 - ratio), each in runs of its own (longer turns, IK untimed: see OVERHEAD_BLOCK);
   and the delta env on both scenes against its stepping and its IK calls together (issue 33's raw
   stepping: the same physics steps and IK calls made directly on PyBullet), its IK timed;
+- the floor (bench/lean_step.py): the delta env's step on the one-object scene as the same PyBullet calls
+  with the least Python around them, against its own stepping and IK (what no Python env can beat);
+  the env beside it (the same seed and actions: the same motions), in steps/s and in its own work
+  besides stepping and IK, taking turns with it;
 - every ratio in rounds (ROUNDS, OVERHEAD_ROUNDS): the figure is the median of the rounds' ratios;
 - what the default scene costs on top: the one-object scene with one of its features added back at a
   time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
@@ -42,6 +46,7 @@ from binpick_sim.paths import default_config, share_dir
 
 from .direct import scene_data
 from .figures import Figure, median, per_round
+from .lean_step import LeanDelta
 
 # CPU time of this process: everything here runs on its one thread, and on a shared machine wall
 # time would also count the time other processes held the core.
@@ -204,12 +209,25 @@ class Timed:
     def ik_us(self) -> float:
         return 1e6 * self.ik_time / self.steps
 
+    @property
+    def work_us(self) -> float:
+        """The env's own work per env step besides its stepping and its IK calls."""
+        return self.own_us - self.ik_us
+
 
 def binpick(name: str, scene, time_ik: bool = True) -> Timed:
     env = gym.make(f"binpick_sim/{name}", backend="direct", observation="state", config_file=scene)
     env.reset(seed=0)
     sim = env.unwrapped.backend.sim
     return Timed(env, sim.world, lambda n=1: n, (sim.world.client, sim.arm.solver.client) if time_ik else ())
+
+
+LEAN = "the floor, one-object scene"
+
+
+def lean(scene) -> Timed:
+    step = LeanDelta(scene)
+    return Timed(step, step.stepper, lambda n=1: n, (step.client,))
 
 
 def peer() -> Timed:
@@ -258,6 +276,7 @@ def measure() -> list[Figure]:
         # the delta env once more with its IK calls timed, so that they count as raw work (issue 33's
         # definition; the position and velocity envs make none)
         overheads[f"FrankaDelta-v0, {scene}, IK timed"] = binpick("FrankaDelta-v0", path)
+    overheads[LEAN] = lean(ONE_OBJECT)  # the floor: the same PyBullet calls, the least Python (bench/lean_step.py)
     with tempfile.TemporaryDirectory() as folder:
         for variant, changes in VARIANTS.items():
             runs[variant] = binpick("FrankaDelta-v0", variant_scene(Path(folder), changes))
@@ -309,6 +328,17 @@ def measure() -> list[Figure]:
                               run.physics_ik_rate, f"raw: its own stepping and its IK calls, made directly on "
                               f"PyBullet; turns of {OVERHEAD_BLOCK} steps, IK timed (the timer booked as the env's)",
                               run.per_round("rate", None, "physics_ik_rate")))
+    floor, timed = overheads[LEAN], overheads["FrankaDelta-v0, one-object scene, IK timed"]
+    figures += [
+        Figure(GROUP, "the floor: a minimal delta step on raw PyBullet, one-object scene (bench/lean_step.py: the "
+               "env's PyBullet calls and a Gymnasium observation, the least Python around them)", floor.rate,
+               "steps/s", floor.physics_ik_rate, "raw: its own stepping and IK calls, made directly on PyBullet; "
+               f"turns of {OVERHEAD_BLOCK} steps", floor.per_round("rate", None, "physics_ik_rate")),
+        Figure(GROUP, "FrankaDelta-v0 direct, state, one-object scene, against the floor", timed.rate, "steps/s",
+               floor.rate, "raw: the floor's steps/s, the same seed and actions, so the same motions; taking turns",
+               timed.per_round("rate", floor)),
+        Figure(GROUP, "  own work per env step besides its stepping and IK", timed.work_us, "us", floor.work_us,
+               "raw: the floor's", timed.per_round("work_us", floor))]
     steady = overheads["FrankaDelta-v0, one-object scene"]
     figures.append(Figure(GROUP, f"FrankaDelta-v0 one-object scene, own work per env step, in turns of "
                           f"{OVERHEAD_BLOCK} steps, IK untimed", steady.own_us, "us", like.own_us,

@@ -108,3 +108,51 @@ def test_an_image_env_is_timed_inside_its_own_steps():
     assert timed.physics_time > 0 and timed.render_time > 0
     assert timed.physics_time + timed.render_time < timed.step_time
     assert all(0 < ratio < 1 for ratio in timed.per_round("rate", None, "physics_render_rate"))
+
+
+def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_arm_alike():
+    """bench/lean_step.py is a yardstick only while it does what FrankaDelta-v0's step does: the same PyBullet
+    calls per step, the same motion from the same state and actions (its IK quaternion is not renormalised, so
+    a last bit may differ), the same episode ends, an observation in the env's space."""
+    import collections
+
+    import gymnasium as gym
+    import numpy as np
+
+    from bench.lean_step import LeanDelta
+    from bench.like_for_like import ONE_OBJECT
+
+    def counting(client, calls):
+        for name, function in list(vars(client).items()):
+            if not name.startswith("_") and callable(function):
+                def counted(*args, _name=name, _function=function, **kwargs):
+                    calls[_name] += 1
+                    return _function(*args, **kwargs)
+                setattr(client, name, counted)
+
+    env = gym.make("binpick_sim/FrankaDelta-v0", backend="direct", observation="state", config_file=ONE_OBJECT)
+    lean = LeanDelta(ONE_OBJECT)
+    try:
+        env.reset(seed=3)
+        lean.reset(seed=3)
+        actions = np.random.default_rng(3).uniform(-1, 1, (12, 5)).astype(np.float32)
+        for action in actions[:2]:  # every PyBullet function a step uses is bound to the clients by now
+            env.step(action)
+            lean.step(action)
+        sim = env.unwrapped.backend.sim
+        mine, floor = collections.Counter(), collections.Counter()
+        for client in {id(c): c for c in (sim.world.client, sim.arm.solver.client)}.values():
+            counting(client, mine)
+        counting(lean.client, floor)
+        for action in actions[2:]:
+            observation, _, *ends, _ = env.step(action)
+            lean_observation, _, *lean_ends, _ = lean.step(action)
+            assert lean_ends == ends
+            assert env.observation_space.contains(lean_observation)
+            for key in ("joint_positions", "joint_velocities", "ee_position"):
+                np.testing.assert_allclose(lean_observation[key], observation[key], rtol=0, atol=1e-6)
+            assert lean_observation["gripper_open"] == observation["gripper_open"]
+        assert floor == mine and mine["stepSimulation"] == 10 * 20
+    finally:
+        env.close()
+        lean.close()

@@ -1,0 +1,114 @@
+"""The in-process floor: FrankaDelta-v0's step written as lean as Python allows, on raw PyBullet.
+
+Issue 33 asks how close the in-process env can come to its own stepping and IK calls. Part of what
+separates them is not the wrapper's: an env that observes the arm and judges the task must also read
+the gripper's pose, turn the yaw into a quaternion, set the motors, read the contacts, the object and
+the joints, and build a Gymnasium observation of float32 arrays. `LeanDelta` makes exactly those
+PyBullet calls, on the world of a FrankaDelta-v0 env of its own (the same scene, bodies and IK
+arguments), with the least Python around them: plain floats, no checks beyond the action's, no
+dataclasses, no info beyond a dict literal, no task rules beyond the bin-contact test. Its
+steps/s beside its own stepping and IK is the ratio no Python env of this design can beat; the env's
+steps/s beside it is what the wrapper itself costs. Its episodes end as the env's do (a bin contact
+terminates, the time limit truncates), so with the same seed and actions the two make the same motions
+step for step (test/docs/test_bench_figures.py). It is a yardstick, not a second env: it never grabs or
+removes an object (random actions on the one-object scene practically never lift one).
+
+Timed by like_for_like.Timed like any env: `stepper.step(n)` is its stepping loop and the world's
+client its IK client, both looked up on every call.
+"""
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+
+import binpick_sim.envs  # noqa: F401  (registers the ids)
+
+
+class Stepper:
+    """The stepping loop, as World.step's without hooks (timed from outside through `step`)."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def step(self, n: int = 1) -> None:
+        step = self.client.stepSimulation
+        for _ in range(n):
+            step()
+
+
+class LeanDelta:
+    """FrankaDelta-v0's step on the one-object scene as the same PyBullet calls and little else.
+
+    Quacks enough like a gym env for like_for_like.Timed: `action_space`, `reset(seed)`, `step`,
+    `close`."""
+
+    def __init__(self, scene):
+        self.env = gym.make("binpick_sim/FrankaDelta-v0", backend="direct", observation="state", config_file=scene)
+        self.env.reset(seed=0)
+        unwrapped = self.env.unwrapped
+        sim, config = unwrapped.backend.sim, unwrapped.config
+        arm = sim.arm
+        self.action_space = self.env.action_space
+        self.client = sim.world.client
+        self.stepper = Stepper(self.client)
+        self.body, self.link, self.joints = arm.body, arm.grasp_link, list(arm.joints)
+        self.forces = list(arm._motor_forces)
+        self.lower, self.upper = arm.limits.lower.tolist(), arm.limits.upper.tolist()
+        low, high = arm.workspace_bounds()
+        self.low, self.high = low.tolist(), high.tolist()
+        self.origin = arm.workspace.position.tolist()  # an unrotated bin: local = world - origin
+        self.damping, self.iterations = arm.solver._damping, arm.solver.iterations
+        self.bins = frozenset(b.body for b in sim.scene.bins)
+        self.objects = [o.body for o in sim.scene.objects]
+        self.threshold = config.task.collision_threshold
+        self.terminates = config.task.terminate_on_bin_collision
+        self.limit, self.taken = self.env.spec.max_episode_steps, 0
+        self.dv, self.da = unwrapped.dv, unwrapped.da
+        self.open_width = arm.config.gripper_open
+        self.steps = config.task.steps_per_action
+        self.joint_low, self.joint_high = unwrapped.joint_low, unwrapped.joint_high
+        self.gripper_open = True
+
+    def reset(self, seed=None):
+        out = self.env.reset(seed=seed)
+        self.gripper_open, self.taken = True, 0
+        self.objects = [o.body for o in self.env.unwrapped.backend.sim.scene.objects]  # a reset may reload them
+        return out
+
+    def step(self, action):
+        a = np.asarray(action, dtype=float).tolist()
+        if len(a) != 5 or not all(map(math.isfinite, a)):
+            raise ValueError("action must be 5 finite numbers")
+        a = [min(max(v, -1.0), 1.0) for v in a]
+        c = self.client
+        state = c.getLinkState(self.body, self.link, computeForwardKinematics=True)
+        target = []
+        for here, move, origin, low, high in zip(state[4], a, self.origin, self.low, self.high):
+            local, start = here + move * self.dv - origin, here - origin  # clipped as the env clips a delta
+            target.append(min(max(local, min(low, start)), max(high, start)) + origin)
+        yaw = c.getEulerFromQuaternion(state[5])[2] + a[3] * self.da
+        orientation = c.getQuaternionFromEuler([math.pi, 0.0, yaw])
+        q = c.calculateInverseKinematics(self.body, self.link, target, orientation, jointDamping=self.damping,
+                                         maxNumIterations=self.iterations, residualThreshold=1e-4)
+        if a[4]:
+            self.gripper_open = a[4] > 0
+        finger = self.open_width if self.gripper_open else self.lower[7]
+        q = [min(max(v, low), high) for v, low, high in zip((*q[:7], finger, finger), self.lower, self.upper)]
+        c.setJointMotorControlArray(self.body, self.joints, c.POSITION_CONTROL, targetPositions=q,
+                                    forces=self.forces)
+        self.stepper.step(self.steps)
+        collided = any(point[2] in self.bins and point[8] < self.threshold for point in c.getContactPoints(self.body))
+        places = [c.getBasePositionAndOrientation(body)[0] for body in self.objects]
+        joints = c.getJointStates(self.body, self.joints)
+        ee = c.getLinkState(self.body, self.link, computeForwardKinematics=True)[4]
+        observation = {
+            "joint_positions": np.clip([j[0] for j in joints], self.joint_low, self.joint_high).astype(np.float32),
+            "joint_velocities": np.array([j[1] for j in joints], dtype=np.float32),
+            "ee_position": np.array(ee, dtype=np.float32), "gripper_open": int(self.gripper_open)}
+        self.taken += 1
+        return observation, -1.0, collided and self.terminates, self.taken >= self.limit, {"objects": places}
+
+    def close(self) -> None:
+        self.env.close()
