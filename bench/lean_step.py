@@ -50,6 +50,10 @@ class LeanDelta:
         unwrapped = self.env.unwrapped
         sim, config = unwrapped.backend.sim, unwrapped.config
         arm = sim.arm
+        if not (arm.config.clip_delta_to_workspace and arm.workspace is not None and arm.workspace.unrotated
+                and not (arm.solver.posture or arm.solver.rounds)):
+            raise ValueError("the floor is written for the one-object scene's arm: deltas clipped to an upright "
+                             "pick bin, one IK pass on the live arm")
         self.action_space = self.env.action_space
         self.client = sim.world.client
         self.stepper = Stepper(self.client)
@@ -58,7 +62,7 @@ class LeanDelta:
         self.lower, self.upper = arm.limits.lower.tolist(), arm.limits.upper.tolist()
         low, high = arm.workspace_bounds()
         self.low, self.high = low.tolist(), high.tolist()
-        self.origin = arm.workspace.position.tolist()  # an unrotated bin: local = world - origin
+        self.origin = arm.workspace.position.tolist()  # an upright bin: local = world - origin
         self.damping, self.iterations = arm.solver._damping, arm.solver.iterations
         self.bins = frozenset(b.body for b in sim.scene.bins)
         self.objects = [o.body for o in sim.scene.objects]
