@@ -3,6 +3,10 @@ there for the `sim` process it starts). With BINPICK_TRACE=<file> set, it wraps 
 nodes so that each lock-step request leaves wall-clock marks (CLOCK_MONOTONIC, which every process on
 the machine shares), written to <file>.<pid> at exit. Without the variable it does nothing.
 
+With BINPICK_THREAD_NAMES set, every Python thread started after it (the sim's `physics`, `camera_frames`,
+`executor`, ...) also names itself for the OS (Linux's /proc/<pid>/task/<tid>/comm, `top -H`), which
+Python 3.11 does not do: `bench.profile_published --threads` reads each thread's CPU by that name.
+
 The marks, in the order a request meets them (method names as on main since 2026-11-23, so an older
 checkout can be profiled the same way):
   taken     TaskNode.take (before the step channel: on_step) entered: the request is in the sim's hands
@@ -17,6 +21,20 @@ waiting for a request is not booked; its stats go to <file>.prof.<pid> when the 
 """
 import os
 import sys
+
+if os.environ.get("BINPICK_THREAD_NAMES") and sys.platform.startswith("linux"):
+    import ctypes
+    import threading
+
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+    _PR_SET_NAME = 15  # linux/prctl.h: the calling thread's name, 15 bytes and a NUL
+    _run = threading.Thread.run
+
+    def _named_run(self):
+        _prctl(_PR_SET_NAME, self.name.encode()[:15], 0, 0, 0)
+        return _run(self)
+
+    threading.Thread.run = _named_run
 
 if os.environ.get("BINPICK_TRACE"):
     import atexit

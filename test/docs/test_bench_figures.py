@@ -1,7 +1,11 @@
 """The benchmark's figures (bench/figures.py, bench/run.py): a ratio measured in rounds is claimed on the
-median of the rounds' ratios, with their spread beside it (issue 33). No timing here: made-up numbers."""
+median of the rounds' ratios, with their spread beside it (issue 33); and the yardsticks and readings the
+figures rest on (the in-process floor, the per-thread CPU). No speed is asserted here: made-up numbers, or
+what the tools do."""
 import json
-
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -156,3 +160,36 @@ def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_
     finally:
         env.close()
         lean.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names and /proc are Linux's")
+@pytest.mark.parametrize("named", [True, False])
+def test_profile_published_reads_each_thread_s_cpu_by_the_name_the_trace_gives_it(named):
+    """`bench.profile_published --threads`: a process started with bench/trace on its PYTHONPATH and
+    BINPICK_THREAD_NAMES set names its Python threads for the OS, and thread_cpu / thread_rows book a busy
+    one's CPU to that name; without the variable the thread keeps its process's name."""
+    from bench.profile_published import TRACE, thread_cpu, thread_rows
+
+    program = ("import threading, time\n"
+               "done = threading.Event()\n"
+               "def spin():\n"
+               "    end = time.thread_time() + 0.3\n"
+               "    while time.thread_time() < end: pass\n"
+               "    print('spun', flush=True); done.wait()\n"
+               "thread = threading.Thread(target=spin, name='physics'); thread.start()\n"
+               "input(); done.set(); thread.join()\n")
+    env = {**os.environ, "PYTHONPATH": str(TRACE)}
+    env.pop("BINPICK_THREAD_NAMES", None)
+    if named:
+        env["BINPICK_THREAD_NAMES"] = "1"
+    child = subprocess.Popen([sys.executable, "-c", program], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout.readline().strip() == "spun"
+        rows = thread_rows({}, thread_cpu(child.pid), 1.0, 10)  # each thread's CPU since it started
+    finally:
+        child.communicate("\n", timeout=10)
+    assert child.returncode == 0
+    busiest, cores, ms = rows[0]
+    assert cores >= 0.25 and ms == pytest.approx(100 * cores)  # 0.3 s of CPU; per frame: of 10 frames in 1 s
+    assert (busiest == "physics") == named and "(main)" not in busiest
