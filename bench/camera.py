@@ -1,6 +1,6 @@
 """Camera: every figure beside raw getCameraImage with the same renderer, size and flags, measured in the same
 run: per renderer (tiny, egl where it loads) the frames per second the camera node publishes (64x64 and
-640x480, without and with segmentation) and Camera.render in process (five sizes, without and with
+640x480, without and with segmentation; 640x480 again with two render workers) and Camera.render in process (five sizes, without and with
 segmentation); the cost of turning a frame into messages; FrankaDelta-v0's image steps per second on both
 backends (over ROS also with step_channel=True, taking turns with it) beside a bare step block plus one
 render at the observation's size; and the world's real-time
@@ -28,6 +28,7 @@ from .session import sim_and_client
 
 SECONDS = 4.0
 PUBLISHED_SIZES = [(64, 64), (640, 480)]  # published rows: per renderer, each without and with segmentation
+TWO_WORKERS_SIZE = (640, 480)  # published again with the camera's render_workers:=2
 
 
 def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
@@ -74,8 +75,8 @@ def realtime_factor(renderer: str, render_process: bool, seconds: float = 10.0) 
 SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
 
 
-def published_frames_per_second(width: int, height: int, seconds: float = SECONDS,
-                                renderer: str = "tiny", realtime_factor: float = 1.0) -> dict[bool, float]:
+def published_frames_per_second(width: int, height: int, seconds: float = SECONDS, renderer: str = "tiny",
+                                realtime_factor: float = 1.0, workers: int = 1) -> dict[bool, float]:
     """The camera node asked for a frame every physics step (240 Hz), the world at real time as a user runs it:
     rgb + depth frames/s arriving; then, with camera/segmentation/image_raw watched too, segmented frames/s
     (one sim process). Real time, not as fast as possible: a physics thread stepping flat out takes a whole
@@ -84,9 +85,11 @@ def published_frames_per_second(width: int, height: int, seconds: float = SECOND
     the frames (240 per second: one per physics step), so that the camera node runs flat out. The bench
     subscribes with the publishers' depth, so every frame published is counted: with depth 1 a frame that
     arrived before the one before it was taken replaced it, and the bench's own lag was counted against
-    the node (at egl 640x480 here, 22.3 frames/s arrived of 25.6 drawn and published)."""
+    the node (at egl 640x480 here, 22.3 frames/s arrived of 25.6 drawn and published). `workers`: the camera's
+    `render_workers`."""
     topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
-    with sim_and_client({"realtime_factor": realtime_factor, "camera:rate": 240.0, "world:renderer": renderer}, topics,
+    with sim_and_client({"realtime_factor": realtime_factor, "camera:rate": 240.0, "world:renderer": renderer,
+                         "camera:render_workers": workers}, topics,
                         {"camera.width": width, "camera.height": height}, depth=FRAME_DEPTH) as (process, client):
         client.spin_for(1.0)
         first, start = client.counts["camera/image_raw"], time.perf_counter()
@@ -140,6 +143,14 @@ def measure(available: list[str] | None = None, world_factor: float = 1.0) -> li
             if renderer == "tiny":
                 figures.append(Figure("camera", f"{width}x{height} frame to Image/CameraInfo messages",
                                       conversion_ms, "ms"))
+            if (width, height) == TWO_WORKERS_SIZE:  # the camera's render_workers:=2, beside the same raw call
+                two = published_frames_per_second(width, height, renderer=renderer, realtime_factor=world_factor,
+                                                  workers=2)
+                figures += [Figure("camera", f"{renderer} {width}x{height} rgb + depth published, 2 render workers"
+                                   f"{world}", two[False], "frames/s", raw[False], f"raw: getCameraImage alone, {renderer}"),
+                            Figure("camera", f"{renderer} {width}x{height} rgb + depth + segmentation published, "
+                                   f"2 render workers{world}", two[True], "frames/s", raw[True],
+                                   f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
     for width, height in RENDERER_SIZES:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:

@@ -1,7 +1,7 @@
 """Where a published camera frame's time goes: the render worker's own time per frame beside a raw
 getCameraImage, and the CPU of every process while frames stream.
 
-    python -m bench.profile_published [--renderer egl] [--size 640x480] [--seconds 6] [--threads]
+    python -m bench.profile_published [--renderer egl] [--size 640x480] [--seconds 6] [--threads] [--workers 2]
 
 A `sim` with its camera asked for a frame at every physics step (240 Hz, the world at real time, as the
 `camera` group's published rows run it), rgb and depth watched with the publishers' depth; over
@@ -67,20 +67,23 @@ def children(pid: int) -> list[int]:
     return [int(child) for path in glob.glob(f"/proc/{pid}/task/*/children") for child in open(path).read().split()]
 
 
-def published(renderer: str, width: int, height: int, seconds: float, threads: bool = False) -> dict:
+def published(renderer: str, width: int, height: int, seconds: float, threads: bool = False, workers: int = 1) -> dict:
     """Frames/s arriving, the worker's timings from /diagnostics and each process's cores while frames stream
     (and, with `threads`, each thread's)."""
     topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
     if threads:  # inherited by the sim (and its worker) that sim_and_client starts
         os.environ["BINPICK_THREAD_NAMES"] = "1"
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
-    with sim_and_client({"realtime_factor": 1.0, "camera:rate": 240.0, "world:renderer": renderer}, topics,
+    with sim_and_client({"realtime_factor": 1.0, "camera:rate": 240.0, "world:renderer": renderer,
+                         "camera:render_workers": workers}, topics,
                         {"camera.width": width, "camera.height": height}, depth=FRAME_DEPTH) as (process, client):
         arrays: list = []  # every node sends its own array: the camera's is looked for among them
         client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
         client.spin_for(2.0)
         sim = process.process.pid
-        pids = {"sim": sim, **{"render worker": child for child in children(sim)},
+        workers = children(sim)
+        pids = {"sim": sim, **{"render worker" if len(workers) == 1 else f"render worker {i + 1}": pid
+                               for i, pid in enumerate(workers)},
                 "subscriber (this process)": os.getpid()}
         before = {name: process_cpu(pid) for name, pid in pids.items()}
         threads_before = {name: thread_cpu(pid) for name, pid in pids.items()}
@@ -123,11 +126,12 @@ def alone(renderer: str, width: int, height: int, frames: int = 30) -> dict:
         sim.close()
 
 
-def report(renderer: str, width: int, height: int, seconds: float, threads: bool = False) -> str:
-    streamed = published(renderer, width, height, seconds, threads)
+def report(renderer: str, width: int, height: int, seconds: float, threads: bool = False, workers: int = 1) -> str:
+    streamed = published(renderer, width, height, seconds, threads, workers)
     quiet = alone(renderer, width, height)
     fps = streamed["fps"]
-    lines = [f"{renderer} {width}x{height}, rgb + depth published at up to 240 Hz (world at real time): "
+    lines = [f"{renderer} {width}x{height}, rgb + depth published at up to 240 Hz (world at real time), "
+             f"{workers} render worker{'s' * (workers > 1)}: "
              f"{fps:.1f} frames/s arriving ({1000 / fps:.1f} ms a frame)", "",
              "per frame, ms:",
              f"  {streamed['frame_ms']:8.2f}  render worker, all but the send (median of its last 100 frames)",
@@ -151,6 +155,7 @@ if __name__ == "__main__":
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT")
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--threads", action="store_true", help="each thread's CPU too, by name")
+    parser.add_argument("--workers", type=int, default=1, help="the camera's render_workers")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
-    print(report(args.renderer, width, height, args.seconds, args.threads))
+    print(report(args.renderer, width, height, args.seconds, args.threads, args.workers))

@@ -33,6 +33,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -42,6 +43,9 @@ from ..config import CameraConfig, Config, config_from_dict, config_to_dict
 from .rendering import spelled
 from .vision.camera import organised_cloud
 from .vision.visibility import View, object_visibility
+
+
+AHEAD = 2  # requests a camera keeps one worker holding: the frame it draws and the next state, in its socket
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ class RenderWorker:
     """One worker process rendering the cell described by `config` with `renderer`: one camera's frames
     (`SceneState` requests) or the reasoner's masks (`VisibilityRequest`)."""
 
+    ahead = AHEAD
+
     def __init__(self, config: Config, renderer: str):
         data = config_to_dict(dataclasses.replace(
             config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
@@ -163,6 +169,10 @@ class RenderWorker:
     @property
     def pid(self) -> int | None:
         return self.process.pid
+
+    @property
+    def pids(self) -> tuple[int | None, ...]:
+        return (self.process.pid,)
 
     @property
     def busy(self) -> bool:
@@ -220,6 +230,75 @@ class RenderWorker:
             self.process.join(1.0)
         self.connection.close()
         self.sock.close()
+
+
+class RenderWorkers:
+    """Several RenderWorkers drawing a camera's frames in turn, answered in the order they were asked for, behind
+    the calls the camera's frame thread makes of one (`request`, `poll`, `wait`, `pending`, `fileno`, `close`).
+
+    Why: a frame is drawn on the one thread that asks PyBullet for it, and much of that is serial. With
+    llvmpipe about half of a 640x480 frame runs on one core while the other waits, and with NVIDIA's EGL
+    the asking thread's CPU is the whole frame (doc/benchmarks.md, "per thread"). Raw egl 640x480 frames
+    drawn by two processes at once came to 1.66x one process's on a 2-core machine, and to 1.7x (four
+    processes: 2.9x) on an H200. Each worker is a process with its own copy of the cell (150-250 MB).
+    """
+
+    def __init__(self, workers: list[RenderWorker]):
+        if len(workers) < 2:
+            raise ValueError("RenderWorkers takes two workers or more (one is a RenderWorker)")
+        self.workers = workers
+        self.ahead = len(workers) + 1  # each draws one; the next state waits in one's socket
+        self._asked: deque[RenderWorker] = deque()  # who holds each request, oldest first
+        self._turn = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.workers[0].pid
+
+    @property
+    def pids(self) -> tuple[int | None, ...]:
+        return tuple(worker.pid for worker in self.workers)
+
+    @property
+    def pending(self) -> int:
+        return len(self._asked)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._asked)
+
+    def fileno(self) -> int:
+        """The socket the next frame in order arrives on."""
+        return (self._asked[0] if self._asked else self.workers[0]).fileno()
+
+    def request(self, state: SceneState) -> None:
+        worker = self.workers[self._turn]
+        self._turn = (self._turn + 1) % len(self.workers)
+        self._asked.append(worker)
+        worker.request(state)
+
+    def poll(self) -> RenderedFrame | None:
+        """The oldest request's frame if its worker has it (a later one that is done waits its turn); WorkerGone
+        or FrameFailed as RenderWorker.poll raises them."""
+        if not self._asked:
+            return None
+        try:
+            done = self._asked[0].poll()
+        except FrameFailed:
+            self._asked.popleft()  # that request is answered, with an error
+            raise
+        if done is not None:
+            self._asked.popleft()
+        return done
+
+    def wait(self, timeout: float) -> RenderedFrame | None:
+        if self._asked and self._asked[0].connection.poll(timeout):
+            return self.poll()
+        return None
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
 
 
 def _ending(process) -> str:

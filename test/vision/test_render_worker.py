@@ -238,3 +238,69 @@ def test_visibility_works_from_a_plain_script_without_a_main_guard(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("script body runs") == 1, result.stdout  # the worker did not run it again
     assert "seen: [" in result.stdout and "object_" in result.stdout, result.stdout
+
+
+def test_workers_drawing_in_turn_answer_in_the_order_asked(config):
+    """RenderWorkers (a camera's `render_workers` of 2 or more): requests go to the workers in turn and the
+    frames come back in the order they were asked for, even when a later one is done first (a small frame
+    asked after a large one, on the other worker); a FrameFailed answers its request and the order goes on."""
+    from binpick_sim.cell.render_worker import FrameFailed, RenderWorkers
+
+    config = with_renderer(config, "tiny", width=64, height=48)
+    sim = BinPickingSim(config)
+    with pytest.raises(ValueError, match="two workers or more"):
+        RenderWorkers([RenderWorker(config, "tiny")])
+    workers = RenderWorkers([RenderWorker(config, "tiny"), RenderWorker(config, "tiny")])
+    try:
+        assert workers.ahead == 3 and len(set(workers.pids)) == 2
+        sim.reset(seed=1)
+        large = dataclasses.replace(sim.camera.config, width=1024, height=768)  # about a second with tiny
+        states = []
+        for camera in (large, sim.camera.config, sim.camera.config):
+            sim.world.step(5)
+            states.append(dataclasses.replace(capture(sim, sim.camera, segmentation=False), camera=camera))
+            workers.request(states[-1])
+        assert workers.pending == 3
+        # the second (small, on the other worker) is drawn long before the first: it waits its turn
+        assert workers.workers[1].connection.poll(30) and workers.poll() is None
+        frames = [workers.wait(timeout=120) for _ in states]
+        assert [f.stamp for f in frames] == [s.stamp for s in states] and workers.pending == 0
+        assert frames[0].rgb.shape == (768, 1024, 3) and frames[1].rgb.shape == (48, 64, 3)
+        ghost = ("ghost", 99, str(Path("/nonexistent/ghost.urdf")), 1.0, (0.0, 0.0, 0.5), (0.0, 0.0, 0.0, 1.0))
+        broken = dataclasses.replace(states[0], camera=sim.camera.config, objects=(ghost,))  # cannot be loaded
+        workers.request(broken)
+        workers.request(states[1])
+        with pytest.raises(FrameFailed):
+            for _ in range(2):
+                workers.wait(timeout=60)
+        assert workers.wait(timeout=60).stamp == states[1].stamp and workers.pending == 0
+    finally:
+        workers.close()
+        sim.close()
+    assert not any(worker.process.is_alive() for worker in workers.workers)
+
+
+def test_a_camera_with_two_render_workers_publishes_their_frames_in_time_order(ros_context):
+    """`render_workers:=2`: two worker processes draw the frames in turn; the camera publishes each frame once,
+    stamps rising, and /diagnostics names both workers."""
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.nodes.process.stack import SimStack
+
+    with SimStack(ros_context, {"world": [Parameter("realtime_factor", value=0.0)],
+                                "camera": [Parameter("render_workers", value=2), Parameter("rate", value=240.0)]}) as stack:
+        camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        stamps = []
+        watcher = SimClient("pair_watcher", context=ros_context, topics={"camera/image_raw": TOPICS["camera/image_raw"]})
+        watcher.node.create_subscription(TOPICS["camera/image_raw"], "camera/image_raw",
+                                         lambda msg: stamps.append(to_seconds(msg.header.stamp)), 10)
+        try:
+            watcher.spin_until(lambda: len(stamps) >= 8, 120, "eight frames")
+            pids = camera.worker.pids
+            assert len(set(pids)) == 2 and all(pid is not None for pid in pids)
+            assert all(worker.process.is_alive() for worker in camera.worker.workers)
+            assert camera.worker_state() == f"running (pid {pids[0]}, {pids[1]})"
+            assert all(a < b for a, b in zip(stamps, stamps[1:])), stamps
+            assert camera.frame_thread.errors == 0 and camera.frame_thread.restarts == 0
+        finally:
+            watcher.close()

@@ -16,7 +16,9 @@ drawn in a few milliseconds and publishing it costs as much: 64 x 64 frames publ
 crashed) is started again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a
 frame between them the thread gives up (`failed`) and the node renders in place, as it did before workers
 existed. When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory
-its frames took is handed back (`release`); the next subscriber starts a new one.
+its frames took is handed back (`release`); the next subscriber starts a new one. With the camera's
+`render_workers` of 2 or more the "worker" is a RenderWorkers: the states go to its workers in turn, each
+kept one ahead (one more request than it has workers), and its frames come back in the order asked.
 """
 from __future__ import annotations
 
@@ -26,12 +28,11 @@ import time
 from multiprocessing.connection import wait as wait_for_any
 from typing import Callable
 
-from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
+from ...cell.render_worker import AHEAD, FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
 
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
 POLL = 0.1  # seconds between two looks for a frame, a stop or a dead worker
-AHEAD = 2  # requests the worker may hold: the frame it draws and the next state, waiting in its socket
 
 
 class FrameThread:
@@ -61,7 +62,7 @@ class FrameThread:
         first, and capturing costs this thread)."""
         self._last_watched = time.monotonic()
         worker = self.worker
-        if self.failed or self._waiting is not None or (worker is not None and worker.pending >= AHEAD):
+        if self.failed or self._waiting is not None or (worker is not None and worker.pending >= _ahead(worker)):
             return False
         state = capture()
         with self._lock:
@@ -143,7 +144,7 @@ class FrameThread:
             self._publish(done)
 
     def _send_waiting(self, worker: RenderWorker) -> None:
-        if worker.pending < AHEAD:
+        if worker.pending < _ahead(worker):
             following = self._take()
             if following is not None:
                 worker.request(following)
@@ -176,3 +177,9 @@ class FrameThread:
         worker, self.worker = self.worker, None
         if worker is not None:
             worker.close()
+
+
+def _ahead(worker) -> int:
+    """How many requests `worker` is kept holding: RenderWorker's `ahead` (AHEAD), or RenderWorkers' (one more
+    than it has workers); AHEAD for a stand-in that says nothing."""
+    return getattr(worker, "ahead", AHEAD)

@@ -16,7 +16,7 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from ...cell.vision.camera import organised_cloud
 from ...cell.vision.labels import label_image
-from ...cell.render_worker import RenderedFrame, RenderWorker, capture
+from ...cell.render_worker import RenderedFrame, RenderWorker, RenderWorkers, capture
 from ...config import BOUNDS, CameraConfig, checked_value
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop
@@ -29,6 +29,7 @@ from ..common.params import MAX_RATE, MIN_RATE, declare, group
 from .camera_frames import FrameThread
 
 TIMED = 100  # worker frames whose timings /diagnostics summarises
+MAX_RENDER_WORKERS = 8  # the `render_workers` parameter's bound: each is a process with a copy of the cell
 FRAME_DEPTH = 5  # the frame topics' history: a subscriber with the same depth loses no frame it is slow to take
 
 
@@ -78,6 +79,10 @@ class CameraNode(Node):
         # The worker starts when the camera is first watched: a process and a second copy of the cell
         # cost a second or two of CPU and 150-250 MB, which a stack nobody watches the camera of never pays.
         self.use_worker = render_process and sim.world.renderer.name != "gui" and not loop.lockstep
+        self.render_workers = declare(self, "render_workers", 1, "Render worker processes drawing frames in turn "
+                                      "(with render_process): a frame is drawn on one thread, so two or more raise "
+                                      "the frame rate where cores are free, each with a copy of the cell "
+                                      "(150-250 MB).", read_only=True, low=1, high=MAX_RENDER_WORKERS)
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
@@ -210,7 +215,7 @@ class CameraNode(Node):
         if self.frame_thread is not None and self.frame_thread.failed:
             return "failed (rendering in the physics thread)"
         worker = self.worker
-        return f"running (pid {worker.pid})" if worker is not None else "stopped (nobody watches)"
+        return f"running (pid {', '.join(map(str, worker.pids))})" if worker is not None else "stopped (nobody watches)"
 
     def worker_timings(self) -> dict:
         """Medians over the last TIMED frames from the render worker, in ms: its Camera.render
@@ -251,8 +256,9 @@ class CameraNode(Node):
         labels = label_image(self.sim, frame.segmentation) if segmentation else None
         self.publish(frame.stamp, frame.rgb, frame.depth, labels, self.camera.intrinsics())
 
-    def _start_worker(self) -> RenderWorker:
-        return RenderWorker(self.sim.config, self.sim.world.renderer.name)
+    def _start_worker(self) -> RenderWorker | RenderWorkers:
+        workers = [RenderWorker(self.sim.config, self.sim.world.renderer.name) for _ in range(self.render_workers)]
+        return workers[0] if len(workers) == 1 else RenderWorkers(workers)
 
     def _publish_rendered(self, done: RenderedFrame) -> None:
         self._timings.append((done.draw_seconds, done.work_seconds))
