@@ -1,10 +1,10 @@
 """Camera: every figure beside raw getCameraImage with the same renderer, size and flags, measured in the same
 run: per renderer (tiny, egl where it loads) the frames per second the camera node publishes (64x64 and
-640x480, without and with segmentation; 640x480 again with two render workers) and Camera.render in process (five sizes, without and with
-segmentation); the cost of turning a frame into messages; FrankaDelta-v0's image steps per second on both
-backends (over ROS also with step_channel=True, taking turns with it) beside a bare step block plus one
-render at the observation's size; and the world's real-time
-factor with the camera watched, rendered by the worker process or on the physics thread."""
+640x480, without and with segmentation; 640x480 again with two render workers) and Camera.render in process
+(five sizes, without and with segmentation); the cost of turning a frame into messages; FrankaDelta-v0's
+image steps per second on both backends (over ROS also with step_channel=True, taking turns with it)
+beside a bare step block plus one render at the observation's size; and the world's real-time factor
+with the camera watched, rendered by the worker process or on the physics thread."""
 from __future__ import annotations
 
 import argparse
@@ -147,7 +147,8 @@ def measure(available: list[str] | None = None, world_factor: float = 1.0) -> li
                 two = published_frames_per_second(width, height, renderer=renderer, realtime_factor=world_factor,
                                                   workers=2)
                 figures += [Figure("camera", f"{renderer} {width}x{height} rgb + depth published, 2 render workers"
-                                   f"{world}", two[False], "frames/s", raw[False], f"raw: getCameraImage alone, {renderer}"),
+                                   f"{world}", two[False], "frames/s", raw[False],
+                                   f"raw: getCameraImage alone, {renderer}"),
                             Figure("camera", f"{renderer} {width}x{height} rgb + depth + segmentation published, "
                                    f"2 render workers{world}", two[True], "frames/s", raw[True],
                                    f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]

@@ -67,7 +67,8 @@ def children(pid: int) -> list[int]:
     return [int(child) for path in glob.glob(f"/proc/{pid}/task/*/children") for child in open(path).read().split()]
 
 
-def published(renderer: str, width: int, height: int, seconds: float, threads: bool = False, workers: int = 1) -> dict:
+def published(renderer: str, width: int, height: int, seconds: float, threads: bool = False,
+              workers: int = 1) -> dict:
     """Frames/s arriving, the worker's timings from /diagnostics and each process's cores while frames stream
     (and, with `threads`, each thread's)."""
     topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
@@ -81,9 +82,9 @@ def published(renderer: str, width: int, height: int, seconds: float, threads: b
         client.node.create_subscription(DiagnosticArray, "/diagnostics", arrays.append, 10)
         client.spin_for(2.0)
         sim = process.process.pid
-        workers = children(sim)
-        pids = {"sim": sim, **{"render worker" if len(workers) == 1 else f"render worker {i + 1}": pid
-                               for i, pid in enumerate(workers)},
+        drawing = children(sim)  # the render worker processes
+        pids = {"sim": sim, **{"render worker" if len(drawing) == 1 else f"render worker {i + 1}": pid
+                               for i, pid in enumerate(drawing)},
                 "subscriber (this process)": os.getpid()}
         before = {name: process_cpu(pid) for name, pid in pids.items()}
         threads_before = {name: thread_cpu(pid) for name, pid in pids.items()}
@@ -126,7 +127,8 @@ def alone(renderer: str, width: int, height: int, frames: int = 30) -> dict:
         sim.close()
 
 
-def report(renderer: str, width: int, height: int, seconds: float, threads: bool = False, workers: int = 1) -> str:
+def report(renderer: str, width: int, height: int, seconds: float, threads: bool = False,
+           workers: int = 1) -> str:
     streamed = published(renderer, width, height, seconds, threads, workers)
     quiet = alone(renderer, width, height)
     fps = streamed["fps"]
@@ -145,7 +147,8 @@ def report(renderer: str, width: int, height: int, seconds: float, threads: bool
         for process, rows in streamed["threads"].items():
             lines += [f"  {cores:5.2f}  {ms:7.2f}  {process}: {name}" for name, cores, ms in rows]
         for call, label in (("raw", "raw getCameraImage"), ("render", "Camera.render")):
-            lines += [f"  {cores:5.2f}  {ms:7.2f}  {label} alone: {name}" for name, cores, ms in quiet[f"{call} threads"]]
+            lines += [f"  {cores:5.2f}  {ms:7.2f}  {label} alone: {name}"
+                      for name, cores, ms in quiet[f"{call} threads"]]
     return "\n".join(lines)
 
 

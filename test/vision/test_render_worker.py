@@ -287,11 +287,13 @@ def test_a_camera_with_two_render_workers_publishes_their_frames_in_time_order(r
 
     from binpick_sim.nodes.process.stack import SimStack
 
-    with SimStack(ros_context, {"world": [Parameter("realtime_factor", value=0.0)],
-                                "camera": [Parameter("render_workers", value=2), Parameter("rate", value=240.0)]}) as stack:
+    parameters = {"world": [Parameter("realtime_factor", value=0.0)],
+                  "camera": [Parameter("render_workers", value=2), Parameter("rate", value=240.0)]}
+    with SimStack(ros_context, parameters) as stack:
         camera = next(n for n in stack.nodes if n.get_name() == "camera")
         stamps = []
-        watcher = SimClient("pair_watcher", context=ros_context, topics={"camera/image_raw": TOPICS["camera/image_raw"]})
+        watcher = SimClient("pair_watcher", context=ros_context,
+                            topics={"camera/image_raw": TOPICS["camera/image_raw"]})
         watcher.node.create_subscription(TOPICS["camera/image_raw"], "camera/image_raw",
                                          lambda msg: stamps.append(to_seconds(msg.header.stamp)), 10)
         try:
