@@ -51,7 +51,12 @@ def node_steps_per_second(seconds: float = SECONDS) -> tuple[float, float]:
 
 def process_cpu(pid: int) -> float:
     """User + system CPU seconds of a process, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return stat_cpu(Path(f"/proc/{pid}/stat").read_text())
+
+
+def stat_cpu(stat: str) -> float:
+    """User + system CPU seconds in the text of a /proc/<pid>/stat (or .../task/<tid>/stat) file."""
+    fields = stat.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

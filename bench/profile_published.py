@@ -35,7 +35,7 @@ from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
 
 from .camera_in_process import raw_call
 from .direct import direct_sim
-from .physics import process_cpu
+from .physics import process_cpu, stat_cpu
 from .session import sim_and_client
 
 TRACE = Path(__file__).resolve().parent / "trace"
@@ -43,16 +43,15 @@ TRACE = Path(__file__).resolve().parent / "trace"
 
 def thread_cpu(pid: int) -> dict[tuple[int, str], float]:
     """CPU seconds (user + system) of each thread of `pid` alive now, by (thread id, name)."""
-    tick, threads = os.sysconf("SC_CLK_TCK"), {}
+    threads = {}
     for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
         try:
             text = Path(stat).read_text()
         except OSError:  # the thread ended meanwhile
             continue
         name = text[text.index("(") + 1:text.rindex(")")]
-        fields = text[text.rindex(")") + 2:].split()
         tid = int(stat.split("/")[-2])
-        threads[(tid, f"{name} (main)" if tid == pid else name)] = (int(fields[11]) + int(fields[12])) / tick
+        threads[(tid, f"{name} (main)" if tid == pid else name)] = stat_cpu(text)
     return threads
 
 

@@ -234,7 +234,8 @@ class RenderWorker:
 
 class RenderWorkers:
     """Several RenderWorkers drawing a camera's frames in turn, answered in the order they were asked for, behind
-    the calls the camera's frame thread makes of one (`request`, `poll`, `wait`, `pending`, `fileno`, `close`).
+    the calls the camera's frame thread makes of one (`request`, `poll`, `wait`, `pending`, `ahead`, `fileno`,
+    `close`).
 
     Why: a frame is drawn on the one thread that asks PyBullet for it, and much of that is serial. With
     llvmpipe about half of a 640x480 frame runs on one core while the other waits, and with NVIDIA's EGL
@@ -262,10 +263,6 @@ class RenderWorkers:
     @property
     def pending(self) -> int:
         return len(self._asked)
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._asked)
 
     def fileno(self) -> int:
         """The socket the next frame in order arrives on."""

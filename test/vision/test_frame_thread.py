@@ -9,7 +9,8 @@ from collections import deque
 
 import pytest
 
-from binpick_sim.nodes.servers.camera_frames import AHEAD, FrameThread
+from binpick_sim.cell.render_worker import AHEAD
+from binpick_sim.nodes.servers.camera_frames import FrameThread
 
 DRAW = 0.2  # seconds the stand-in worker takes per frame
 HOP = 0.05  # seconds from a frame drawn to the frame thread having it (the trip back, the thread waking)
@@ -30,6 +31,7 @@ class StandInWorker:
     it shows."""
 
     pid = 0
+    ahead = AHEAD  # as RenderWorker's
 
     def __init__(self):
         self.asked: list[tuple[object, float]] = []

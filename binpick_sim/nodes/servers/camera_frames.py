@@ -1,24 +1,24 @@
 """The camera node's frames from a render worker, driven by a thread of their own.
 
-The physics thread only captures the scene's state (well under a millisecond) and hands it over (`offer`);
-the thread sends it to the worker, waits for the frame and has it published (conversion included, and the
-cloud is built in the worker), so neither a slow renderer nor a large frame stops the physics. The worker
-is kept one state ahead (AHEAD requests at most): a state captured while a frame is drawn is sent at once
-and waits in the worker's socket, so the worker starts it the moment that frame is done, without waiting
-for this thread to take the frame, wake up in a busy process and ask again (0.4-0.5 ms a frame idle on
-this 2-core machine; a larger share where a GPU draws a frame in a few ms, not measured yet). While the worker holds AHEAD states the
-physics thread captures nothing (at most one more waits here for a moment, until this thread sends it), so
-a frame is never more than one frame's drawing older than its tick: it shows the state of the tick it was
-captured at and carries that stamp. Drawing also overlaps publishing, the next frame being drawn while
-the one before is converted and published. Measured with NVIDIA's EGL (doc/cameras.md), where a frame is
-drawn in a few milliseconds and publishing it costs as much: 64 x 64 frames published flat out went from
-118 to 224 per second with that overlap. The thread also keeps the worker alive: one that died (killed,
+The physics thread only captures the scene's state (well under a millisecond) and hands it over (`offer`); the
+thread sends it to the worker, waits for the frame and has it published (conversion included, and the cloud is
+built in the worker), so neither a slow renderer nor a large frame stops the physics. The worker is kept one
+state ahead (its `ahead` requests at most, render_worker.AHEAD): a state captured while a frame is drawn is
+sent at once and waits in the worker's socket, so the worker starts it the moment that frame is done, without
+waiting for this thread to take the frame, wake up in a busy process and ask again (0.4-0.5 ms a frame idle on
+this 2-core machine; a larger share where a GPU draws a frame in a few ms, not measured yet). While the worker
+holds `ahead` states the physics thread captures nothing (at most one more waits here for a moment, until this
+thread sends it), so a frame is never more than one frame's drawing older than its tick: it shows the state of
+the tick it was captured at and carries that stamp. Drawing also overlaps publishing, the next frame being
+drawn while the one before is converted and published. Measured with NVIDIA's EGL (doc/cameras.md), where a
+frame is drawn in a few milliseconds and publishing it costs as much: 64 x 64 frames published flat out went
+from 118 to 224 per second with that overlap. The thread also keeps the worker alive: one that died (killed,
 crashed) is started again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a
 frame between them the thread gives up (`failed`) and the node renders in place, as it did before workers
-existed. When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory
-its frames took is handed back (`release`); the next subscriber starts a new one. With the camera's
-`render_workers` of 2 or more the "worker" is a RenderWorkers: the states go to its workers in turn, each
-kept one ahead (one more request than it has workers), and its frames come back in the order asked.
+existed. When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory its
+frames took is handed back (`release`); the next subscriber starts a new one. With the camera's
+`render_workers` of 2 or more the "worker" is a RenderWorkers: the states go to its workers in turn, the set kept
+one ahead (one more request than it has workers), and its frames come back in the order asked.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import time
 from multiprocessing.connection import wait as wait_for_any
 from typing import Callable
 
-from ...cell.render_worker import AHEAD, FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
+from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
 
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
@@ -58,11 +58,11 @@ class FrameThread:
 
     def offer(self, capture: Callable[[], SceneState]) -> bool:
         """Physics thread: capture the state and have it drawn as soon as the worker is free, unless the worker
-        holds AHEAD states already or a state captured earlier still waits (then nothing: those are drawn
+        holds its `ahead` states already or a state captured earlier still waits (then nothing: those are drawn
         first, and capturing costs this thread)."""
         self._last_watched = time.monotonic()
         worker = self.worker
-        if self.failed or self._waiting is not None or (worker is not None and worker.pending >= _ahead(worker)):
+        if self.failed or self._waiting is not None or (worker is not None and worker.pending >= worker.ahead):
             return False
         state = capture()
         with self._lock:
@@ -115,7 +115,7 @@ class FrameThread:
 
     def _draw(self, state: SceneState) -> None:
         """Have `state` drawn and published, and each state captured meanwhile after it, until the worker holds
-        none and none waits. A state that waits is sent as soon as the worker holds fewer than AHEAD, and
+        none and none waits. A state that waits is sent as soon as the worker holds fewer than its `ahead`, and
         before a frame that came back is converted and published."""
         if self.worker is None:
             self.worker = self.start_worker()
@@ -144,7 +144,7 @@ class FrameThread:
             self._publish(done)
 
     def _send_waiting(self, worker: RenderWorker) -> None:
-        if worker.pending < _ahead(worker):
+        if worker.pending < worker.ahead:
             following = self._take()
             if following is not None:
                 worker.request(following)
@@ -177,9 +177,3 @@ class FrameThread:
         worker, self.worker = self.worker, None
         if worker is not None:
             worker.close()
-
-
-def _ahead(worker) -> int:
-    """How many requests `worker` is kept holding: RenderWorker's `ahead` (AHEAD), or RenderWorkers' (one more
-    than it has workers); AHEAD for a stand-in that says nothing."""
-    return getattr(worker, "ahead", AHEAD)
