@@ -282,8 +282,11 @@ def test_workers_drawing_in_turn_answer_in_the_order_asked(config):
 
 def test_a_camera_with_two_render_workers_publishes_their_frames_in_time_order(ros_context):
     """`render_workers:=2`: two worker processes draw the frames in turn; the camera publishes each frame once,
-    stamps rising, and /diagnostics names both workers."""
+    stamps rising, and /diagnostics names both workers. rclpy's own parameter client (what `ros2 param
+    describe` / `set` use) sees the parameter as an integer of 1 ... 8, read-only, and a run-time set is refused."""
+    from rcl_interfaces.msg import ParameterType
     from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
 
     from binpick_sim.nodes.process.stack import SimStack
 
@@ -304,5 +307,15 @@ def test_a_camera_with_two_render_workers_publishes_their_frames_in_time_order(r
             assert camera.worker_state() == f"running (pid {pids[0]}, {pids[1]})"
             assert all(a < b for a, b in zip(stamps, stamps[1:])), stamps
             assert camera.frame_thread.errors == 0 and camera.frame_thread.restarts == 0
+            remote = AsyncParameterClient(watcher.node, "camera")
+            watcher.spin_until(remote.services_are_ready, 30, "the camera's parameter services")
+            described = remote.describe_parameters(["render_workers"])
+            watcher.spin_until(described.done, 30, "describe answered")
+            descriptor = described.result().descriptors[0]
+            assert descriptor.type == ParameterType.PARAMETER_INTEGER and descriptor.read_only
+            assert [(r.from_value, r.to_value) for r in descriptor.integer_range] == [(1, 8)]
+            changed = remote.set_parameters([Parameter("render_workers", value=3)])
+            watcher.spin_until(changed.done, 30, "set answered")
+            assert not changed.result().results[0].successful and camera.render_workers == 2
         finally:
             watcher.close()
