@@ -15,8 +15,9 @@ the first line the raw getCameraImage call (with the mask: the segmented frame's
 - **cloud**: camera.organised_cloud (back_project and pack_cloud written once into the cloud; numpy), only
   for a watched camera/points;
 - **messages**: rgb, depth, segmentation Image, the PointCloud2 and CameraInfo (convert.py: one copy each);
-- **worker hop**: a RenderedFrame from the render worker to the node, as they send it (render_worker's
-  send_frame / receive_frame over a socket pair, the receiving end on a thread of its own);
+- **worker hop**: a RenderedFrame from the render worker to the node, as they send it (frame_hop's
+  FrameWriter / FrameReader: the arrays through a shared file, the announcement over a socket pair, the
+  receiving end on a thread of its own);
 - **publish**: rclpy's publish of the five messages, each with a subscriber in this process (rclpy converts
   the Python message to C, a copy, then the rmw serialises it, another; neither is reachable from Python).
 
@@ -47,7 +48,8 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
 
     from binpick_sim.cell.vision.camera import organised_cloud, rgb_of
     from binpick_sim.cell.vision.labels import label_image
-    from binpick_sim.cell.render_worker import RenderedFrame, receive_frame, send_frame
+    from binpick_sim.cell.frame_hop import FrameReader, FrameWriter, shared_file
+    from binpick_sim.cell.render_worker import RenderedFrame
     from binpick_sim.nodes.common import convert
 
     from .direct import direct_sim
@@ -65,17 +67,18 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
     times = {stage: [] for stage in STAGES}
     ends = socket.socketpair()
     sender, receiver = (Connection(end.detach()) for end in ends)
-    raw_out, raw_in = (socket.socket(fileno=os.dup(end.fileno())) for end in (sender, receiver))
+    shared = shared_file()
+    writer, reader = FrameWriter(os.dup(shared)), FrameReader(shared)
     arrived: queue.Queue = queue.Queue()
 
     def receive() -> None:  # the node's frame thread
         while True:
             try:
-                arrived.put(receive_frame(raw_in, receiver.recv()))
+                arrived.put(reader.receive(receiver.recv()))
             except (EOFError, OSError):
                 return
-    reader = threading.Thread(target=receive, daemon=True)
-    reader.start()
+    receiving = threading.Thread(target=receive, daemon=True)
+    receiving.start()
 
     def one_frame() -> None:
         t0 = time.perf_counter()
@@ -99,7 +102,7 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
                     "points": convert.packed_point_cloud(stamp, cloud), "info": convert.camera_info(
                         stamp, width, height, k)}
         t7 = time.perf_counter()
-        send_frame(sender, raw_out, RenderedFrame(stamp, rgb, depth, labels, k, cloud))
+        writer.send(sender, RenderedFrame(stamp, rgb, depth, labels, k, cloud))
         arrived.get(timeout=60)
         t8 = time.perf_counter()
         for name, msg in messages.items():
@@ -130,8 +133,11 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
             pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
             report = "\n" + out.getvalue()
     finally:
-        for end in (sender, raw_out, receiver, raw_in):
+        for end in (sender, receiver):
             end.close()
+        receiving.join(5.0)
+        writer.close()
+        reader.close()
         node.destroy_node()
         listener.destroy_node()
         rclpy.try_shutdown(context=context)

@@ -19,16 +19,14 @@ The worker is a fresh Python (`python -m binpick_sim.cell.render_worker`), never
 with DDS threads must not fork), and not multiprocessing's spawn either: spawn runs the parent's main
 script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
 reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
-over a socket pair with multiprocessing's Connection (pickled messages); a frame's arrays go beside the
-pickle, straight from the worker's arrays into the socket and from the socket into the node's
-(`send_frame` / `receive_frame`), not through it: in band, each image was copied several times on the
-way (into the pickle stream, the reader's chunks and buffer, the unpickled array).
+over a socket pair with multiprocessing's Connection (pickled messages); a frame's arrays go through a
+file in shared memory beside it (frame_hop.py), not through the socket: one copy on each side, and the
+worker does not wait for the node to read a 2 MB frame in pieces.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 import socket
 import subprocess
 import sys
@@ -40,6 +38,7 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from ..config import CameraConfig, Config, config_from_dict, config_to_dict
+from .frame_hop import FrameReader, FrameWriter, InSharedMemory, shared_file
 from .rendering import spelled
 from .vision.camera import organised_cloud
 from .vision.visibility import View, object_visibility
@@ -71,42 +70,6 @@ class RenderedFrame:
     cloud: np.ndarray | None = None  # H x W x 4 float32, camera.pack_cloud's layout; None unless asked
     draw_seconds: float = 0.0  # the worker's Camera.render of this frame (wall time)
     work_seconds: float = 0.0  # all the worker did for it: mirror, draw, labels, cloud (not the send)
-
-
-@dataclass(frozen=True)
-class OutOfBand:
-    """Announces a frame whose arrays follow on the socket as raw bytes: the pickle of the frame (protocol 5,
-    its arrays left out) and each array's size in bytes, in order."""
-
-    pickled: bytes
-    sizes: tuple[int, ...]
-
-
-def send_frame(connection: Connection, sock: socket.socket, frame) -> None:
-    """`frame` with its C-contiguous arrays out of band: the announcement through `connection`, then each
-    array's memory written to the socket as it is (no copy in this process)."""
-    buffers: list[pickle.PickleBuffer] = []
-    pickled = pickle.dumps(frame, protocol=5, buffer_callback=buffers.append)
-    views = [buffer.raw() for buffer in buffers]
-    connection.send(OutOfBand(pickled, tuple(view.nbytes for view in views)))
-    for view in views:
-        sock.sendall(view)
-
-
-def receive_frame(sock: socket.socket, announced: OutOfBand):
-    """The frame `announced`: each array read from the socket straight into its own memory (one copy, from
-    the kernel), then the pickle loaded around them. EOFError if the sender stopped halfway."""
-    buffers = []
-    for size in announced.sizes:
-        buffer = np.empty(size, dtype=np.uint8)  # not zeroed: every byte is read into it
-        view, got = memoryview(buffer), 0
-        while got < size:
-            n = sock.recv_into(view[got:])
-            if n == 0:
-                raise EOFError("the render worker stopped while sending a frame")
-            got += n
-        buffers.append(buffer)
-    return pickle.loads(announced.pickled, buffers=buffers)
 
 
 class WorkerGone(RuntimeError):
@@ -158,9 +121,13 @@ class RenderWorker:
             config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
         ours, theirs = socket.socketpair()
         self.connection = Connection(ours.detach())
-        self.sock = socket.socket(fileno=os.dup(self.connection.fileno()))  # the same socket, for raw arrays
+        self.frames = FrameReader(shared_file())  # where the worker puts its frames' arrays
         try:
-            self.process = WorkerProcess(theirs.fileno())
+            self.process = WorkerProcess(theirs.fileno(), self.frames.fd)
+        except BaseException:  # e.g. no process could be started: nothing of this worker stays open
+            self.connection.close()
+            self.frames.close()
+            raise
         finally:
             theirs.close()
         self.connection.send(data)  # the first message: the scene the worker builds
@@ -199,8 +166,8 @@ class RenderWorker:
             return None
         try:
             reply = self.connection.recv()
-            if isinstance(reply, OutOfBand):
-                reply = receive_frame(self.sock, reply)
+            if isinstance(reply, InSharedMemory):
+                reply = self.frames.receive(reply)
         except (EOFError, OSError):
             self.pending = 0
             raise WorkerGone(f"the render worker stopped (pid {self.pid}, {_ending(self.process)})") from None
@@ -229,7 +196,7 @@ class RenderWorker:
             self.process.kill()
             self.process.join(1.0)
         self.connection.close()
-        self.sock.close()
+        self.frames.close()
 
 
 class RenderWorkers:
@@ -306,7 +273,7 @@ def _ending(process) -> str:
     return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
-def _serve(connection, data: dict, parent: int) -> None:
+def _serve(connection, frames: FrameWriter, data: dict, parent: int) -> None:
     """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
     from .heap import keep_frame_buffers
     from .sim import BinPickingSim
@@ -320,7 +287,6 @@ def _serve(connection, data: dict, parent: int) -> None:
         connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
         return
     c, camera, bodies = sim.world.client, sim.camera, {}  # object name -> (body, urdf, scale)
-    sock = socket.socket(fileno=os.dup(connection.fileno()))  # the same socket, for a frame's raw arrays
     try:
         while True:
             try:
@@ -347,12 +313,11 @@ def _serve(connection, data: dict, parent: int) -> None:
                         bodies[name][0]: index for name, index, *_ in state.objects}})
                 k = camera.intrinsics()
                 cloud = organised_cloud(frame.depth, k, frame.rgb) if state.points else None
-                send_frame(connection, sock, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud,
+                frames.send(connection, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud,
                                                            drawn - drawing, time.perf_counter() - received))
             except Exception as exc:  # tell the camera node, keep serving
                 connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:
-        sock.close()
         sim.close()
 
 
@@ -389,8 +354,9 @@ def _mirror(c, sim, bodies: dict, state: SceneState) -> None:
 class WorkerProcess:
     """The worker's Python, with the few calls of multiprocessing.Process that its owners use."""
 
-    def __init__(self, fd: int):
-        self.popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), str(os.getpid())], pass_fds=(fd,))
+    def __init__(self, fd: int, frames_fd: int):
+        self.popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), str(frames_fd), str(os.getpid())],
+                                      pass_fds=(fd, frames_fd))
         self.pid = self.popen.pid
 
     def is_alive(self) -> bool:
@@ -412,14 +378,17 @@ class WorkerProcess:
 
 
 def main(argv: list[str]) -> None:
-    """The worker process: its end of the socket pair and its parent's pid from the command line, the
-    scene as the first message."""
-    connection = Connection(int(argv[0]))
+    """The worker process: its end of the socket pair, the shared file for its frames and its parent's pid
+    from the command line, the scene as the first message."""
+    connection, frames = Connection(int(argv[0])), FrameWriter(int(argv[1]))
     try:
         data = connection.recv()
     except EOFError:
         return
-    _serve(connection, data, int(argv[1]))
+    try:
+        _serve(connection, frames, data, int(argv[2]))
+    finally:
+        frames.close()
 
 
 if __name__ == "__main__":

@@ -47,37 +47,60 @@ def test_worker_renders_the_state_it_was_sent(config, renderer):
     assert not worker.process.is_alive()
 
 
-def test_a_frame_travels_with_its_arrays_beside_the_pickle():
-    """send_frame / receive_frame over a socket pair, as worker and node use it: the arrays arrive equal
-    (dtypes, shapes, a strided one in band), not in the pickle, and the next plain message still reads."""
+def test_frames_travel_through_shared_memory_beside_their_announcement():
+    """FrameWriter / FrameReader, as worker and node use them: the arrays arrive equal (dtypes, shapes, a strided
+    one in band), not in the pickle; three frames sent before the first is read each arrive whole (the slots
+    rotate); a larger frame grows the file while two frames of the old slots are not yet read, and they still
+    arrive whole (the old slots' pages are handed back only later); the next plain message still reads."""
     import os
     import socket
     from multiprocessing.connection import Connection
 
-    from binpick_sim.cell.render_worker import OutOfBand, RenderedFrame, receive_frame, send_frame
+    from binpick_sim.cell.frame_hop import SLOTS, FrameReader, FrameWriter, InSharedMemory, shared_file
+    from binpick_sim.cell.render_worker import RenderedFrame
 
     rng = np.random.default_rng(0)
-    frame = RenderedFrame(1.5, rng.integers(0, 256, (48, 64, 3), dtype=np.uint8),
-                          rng.random((48, 64), dtype=np.float32), rng.integers(-3, 9, (48, 64), dtype=np.int32),
-                          np.eye(3), rng.random((48, 64, 4), dtype=np.float32)[:, ::2])
+
+    def frame(stamp, height, width, step=2):  # a strided cloud goes in band: it must fit the socket's buffer
+        return RenderedFrame(stamp, rng.integers(0, 256, (height, width, 3), dtype=np.uint8),
+                             rng.random((height, width), dtype=np.float32),
+                             rng.integers(-3, 9, (height, width), dtype=np.int32), np.eye(3) * stamp,
+                             rng.random((height, width, 4), dtype=np.float32)[:, ::step])
+
     a, b = socket.socketpair()
     sender, receiver = Connection(a.detach()), Connection(b.detach())
-    raw_out, raw_in = (socket.socket(fileno=os.dup(c.fileno())) for c in (sender, receiver))
+    fd = shared_file()
+    writer, reader = FrameWriter(os.dup(fd)), FrameReader(fd)
+    frames = [frame(1.5, 48, 64), frame(2.5, 48, 64), frame(3.5, 48, 64), frame(4.5, 480, 640, 1), frame(5.5, 48, 64)]
+    assert SLOTS == 3
     try:
-        send_frame(sender, raw_out, frame)
+        announced = []
+        for sent in frames[:3]:
+            writer.send(sender, sent)
+            announced.append(receiver.recv())
+        assert isinstance(announced[0], InSharedMemory)
+        assert 48 * 32 * 16 < len(announced[0].pickled) < 48 * 32 * 16 + 2000  # only the strided cloud in band
+        assert [size for _, size in announced[0].places] == [48 * 64 * 3, 48 * 64 * 4, 48 * 64 * 4, 9 * 8]
+        got = [reader.receive(announced.pop(0))]  # the first read only after all three were written
+        writer.send(sender, frames[3])  # grows the file: 8.6 MB, where the slots held 30 KB; frames 2, 3 unread
+        announced.append(receiver.recv())
+        assert announced[-1].places[0][0] >= SLOTS * 4096  # past the first set of slots
+        got.append(reader.receive(announced.pop(0)))
+        writer.send(sender, frames[4])  # ... into the new, larger set; frame 3 still unread in the old one
         sender.send("next")
-        announced = receiver.recv()
-        assert isinstance(announced, OutOfBand)
-        assert 48 * 32 * 16 < len(announced.pickled) < 48 * 32 * 16 + 2000  # only the strided cloud in band
-        assert announced.sizes == (48 * 64 * 3, 48 * 64 * 4, 48 * 64 * 4, 9 * 8)
-        got = receive_frame(raw_in, announced)
-        for name in ("rgb", "depth", "labels", "k", "cloud"):
-            sent, arrived = getattr(frame, name), getattr(got, name)
-            assert arrived.dtype == sent.dtype and np.array_equal(arrived, sent), name
-        assert got.stamp == 1.5 and receiver.recv() == "next"
+        announced.append(receiver.recv())
+        got += [reader.receive(one) for one in announced]
+        for sent, arrived in zip(frames, got):
+            assert arrived.stamp == sent.stamp
+            for name in ("rgb", "depth", "labels", "k", "cloud"):
+                assert getattr(arrived, name).dtype == getattr(sent, name).dtype
+                assert np.array_equal(getattr(arrived, name), getattr(sent, name)), (sent.stamp, name)
+        assert receiver.recv() == "next"
     finally:
-        for end in (sender, receiver, raw_out, raw_in):
+        for end in (sender, receiver):
             end.close()
+        writer.close()
+        reader.close()
 
 
 def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
