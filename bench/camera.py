@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 from rosgraph_msgs.msg import Clock
@@ -26,33 +25,10 @@ from .figures import Figure, machine, median, per_round
 from .direct import direct_sim
 from .session import sim_and_client
 
-SECONDS = 4.0
+PUBLISHED_ROUNDS = 3  # the published rows' turns with the raw call
+PUBLISHED_TURN = 2.0  # seconds of frames streamed per turn (the raw call: half as long)
 PUBLISHED_SIZES = [(64, 64), (640, 480)]  # published rows: per renderer, each without and with segmentation
 TWO_WORKERS_SIZE = (640, 480)  # published again with the camera's render_workers:=2
-
-
-def raw_frames_per_second(width: int, height: int, seconds: float = SECONDS / 2,
-                          renderer: str = "tiny") -> tuple[dict[bool, float], float]:
-    """getCameraImage alone on the same scene and view, without and with the segmentation mask (taking
-    turns, medians); and the message conversion per frame [ms]. Large frames' buffers stay on the heap, as
-    in the render worker whose frames this stands beside (cell/heap.py)."""
-    keep_frame_buffers()
-    sim = direct_sim(width=width, height=height, renderer=renderer)
-    try:
-        samples = {False: [], True: []}
-        for _ in range(2):
-            for segmentation in samples:
-                samples[segmentation].append(frames_per_second(raw_call(sim, segmentation), seconds / 2))
-        camera = sim.camera
-        frame = camera.render(segmentation=False)
-        start = time.perf_counter()
-        for _ in range(20):
-            convert.rgb_image(frame.stamp, frame.rgb)
-            convert.depth_image(frame.stamp, frame.depth)
-            convert.camera_info(frame.stamp, width, height, camera.intrinsics())
-        return {k: statistics.median(v) for k, v in samples.items()}, (time.perf_counter() - start) / 20 * 1000
-    finally:
-        sim.close()
 
 
 def realtime_factor(renderer: str, render_process: bool, seconds: float = 10.0) -> tuple[float, float]:
@@ -75,32 +51,81 @@ def realtime_factor(renderer: str, render_process: bool, seconds: float = 10.0) 
 SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
 
 
-def published_frames_per_second(width: int, height: int, seconds: float = SECONDS, renderer: str = "tiny",
-                                realtime_factor: float = 1.0, workers: int = 1) -> dict[bool, float]:
-    """The camera node asked for a frame every physics step (240 Hz), the world at real time as a user runs it:
-    rgb + depth frames/s arriving; then, with camera/segmentation/image_raw watched too, segmented frames/s
-    (one sim process). Real time, not as fast as possible: a physics thread stepping flat out takes a whole
-    core of this 2-core machine away from the renderer, and the figure then measures that contention. On a
-    machine with cores to spare (a GPU machine's 16) `realtime_factor` 0 lifts the cap that real time puts on
-    the frames (240 per second: one per physics step), so that the camera node runs flat out. The bench
-    subscribes with the publishers' depth, so every frame published is counted: with depth 1 a frame that
-    arrived before the one before it was taken replaced it, and the bench's own lag was counted against
-    the node (at egl 640x480 here, 22.3 frames/s arrived of 25.6 drawn and published). `workers`: the camera's
-    `render_workers`."""
-    topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
-    with sim_and_client({"realtime_factor": realtime_factor, "camera:rate": 240.0, "world:renderer": renderer,
-                         "camera:render_workers": workers}, topics,
-                        {"camera.width": width, "camera.height": height}, depth=FRAME_DEPTH) as (process, client):
-        client.spin_for(1.0)
-        first, start = client.counts["camera/image_raw"], time.perf_counter()
-        client.spin_for(seconds)
-        rates = {False: (client.counts["camera/image_raw"] - first) / (time.perf_counter() - start)}
-        client.watch(SEGMENTATION_TOPIC, Image)
-        client.wait_for_new(SEGMENTATION_TOPIC, 2, timeout=60)
-        first, start = client.counts[SEGMENTATION_TOPIC], time.perf_counter()
-        client.spin_for(seconds)
-        rates[True] = (client.counts[SEGMENTATION_TOPIC] - first) / (time.perf_counter() - start)
-        return rates
+def published_in_rounds(width: int, height: int, renderer: str = "tiny", realtime_factor: float = 1.0,
+                        workers: int = 1, rounds: int = PUBLISHED_ROUNDS,
+                        turn: float = PUBLISHED_TURN) -> dict[bool, tuple[list[float], list[float]]]:
+    """The camera node asked for a frame every physics step (240 Hz), the world at real time as a user runs it,
+    taking turns with raw getCameraImage in this process: per round, without and then with the segmentation
+    mask, the frames/s that arrive over `turn` seconds (rgb + depth watched, and camera/segmentation/image_raw
+    too for the mask), then nothing watched (the camera draws nothing) and the raw call with the same flags for
+    `turn` / 2 seconds. Returns, without and with the mask, the rounds' published and raw rates. In turns, as
+    the other groups' ratios: one stream beside one raw run timed afterwards moved by 0.05-0.1 from run to run
+    (the raw call alone moved by up to a quarter between runs on this 2-core machine).
+
+    Real time, not as fast as possible: a physics thread stepping flat out takes a whole core of this 2-core
+    machine away from the renderer, and the figure then measures that contention. On a machine with cores to
+    spare (a GPU machine's 16) `realtime_factor` 0 lifts the cap that real time puts on the frames (240 per
+    second: one per physics step), so that the camera node runs flat out. The bench subscribes with the
+    publishers' depth, so every frame published is counted: with depth 1 a frame that arrived before the one
+    before it was taken replaced it, and the bench's own lag was counted against the node (at egl 640x480
+    here, 22.3 frames/s arrived of 25.6 drawn and published). `workers`: the camera's `render_workers`."""
+    keep_frame_buffers()  # as in the render worker whose frames the raw call stands beside (cell/heap.py)
+    raw_sim = direct_sim(width=width, height=height, renderer=renderer)
+    frame_topics = {"camera/image_raw": Image, "camera/depth/image_raw": Image}
+    counted = {False: "camera/image_raw", True: SEGMENTATION_TOPIC}
+    results = {False: ([], []), True: ([], [])}
+    try:
+        with sim_and_client({"realtime_factor": realtime_factor, "camera:rate": 240.0, "world:renderer": renderer,
+                             "camera:render_workers": workers}, {},
+                            {"camera.width": width, "camera.height": height}, depth=FRAME_DEPTH) as (_, client):
+            for _ in range(rounds):
+                for segmentation, (published, raw) in results.items():
+                    watched = {**frame_topics, **({SEGMENTATION_TOPIC: Image} if segmentation else {})}
+                    for topic, kind in watched.items():
+                        client.watch(topic, kind)
+                    client.wait_for_new(counted[segmentation], 2, timeout=60)
+                    first, start = client.counts[counted[segmentation]], time.perf_counter()
+                    client.spin_for(turn)
+                    published.append((client.counts[counted[segmentation]] - first) / (time.perf_counter() - start))
+                    for topic in watched:
+                        client.node.destroy_subscription(client.subscriptions.pop(topic))
+                    client.spin_for(0.3)  # the frames drawn meanwhile arrive to nobody; the worker goes idle
+                    raw.append(frames_per_second(raw_call(raw_sim, segmentation), turn / 2))
+    finally:
+        raw_sim.close()
+    return results
+
+
+def message_conversion_ms(width: int, height: int) -> float:
+    """A frame's rgb and depth Images and CameraInfo built (convert.py), ms per frame."""
+    sim = direct_sim(width=width, height=height, renderer="tiny")
+    try:
+        camera = sim.camera
+        frame = camera.render(segmentation=False)
+        start = time.perf_counter()
+        for _ in range(20):
+            convert.rgb_image(frame.stamp, frame.rgb)
+            convert.depth_image(frame.stamp, frame.depth)
+            convert.camera_info(frame.stamp, width, height, camera.intrinsics())
+        return (time.perf_counter() - start) / 20 * 1000
+    finally:
+        sim.close()
+
+
+def published_figures(renderer: str, width: int, height: int, world_factor: float, workers: int) -> list[Figure]:
+    """published_in_rounds as figures: rgb + depth, and with the mask, each beside the raw call with the same
+    flags taken in turns (the median of the rounds' ratios, their min-max beside it)."""
+    world = "" if world_factor == 1.0 else f" (world at realtime_factor {world_factor:g})"
+    two = "" if workers == 1 else f", {workers} render workers"
+    figures = []
+    rounds = published_in_rounds(width, height, renderer=renderer, realtime_factor=world_factor, workers=workers)
+    for segmentation, (published, raw) in rounds.items():
+        what, flags = ("rgb + depth + segmentation", "with the mask (flags 0), ") if segmentation else \
+            ("rgb + depth", "")
+        figures.append(Figure("camera", f"{renderer} {width}x{height} {what} published{two}{world}", median(published),
+                              "frames/s", median(raw), f"raw: getCameraImage alone {flags}{renderer}, taking turns",
+                              per_round(published, raw)))
+    return figures
 
 
 def ros_image_env_figures(renderer: str) -> list[Figure]:
@@ -130,28 +155,14 @@ def measure(available: list[str] | None = None, world_factor: float = 1.0) -> li
     """`world_factor`: the world's realtime_factor for the published rows (published_frames_per_second)."""
     figures = []
     available = available or renderers()
-    world = "" if world_factor == 1.0 else f" (world at realtime_factor {world_factor:g})"
     for renderer in available:
         for width, height in PUBLISHED_SIZES:
-            raw, conversion_ms = raw_frames_per_second(width, height, renderer=renderer)
-            published = published_frames_per_second(width, height, renderer=renderer, realtime_factor=world_factor)
-            figures += [Figure("camera", f"{renderer} {width}x{height} rgb + depth published{world}", published[False],
-                               "frames/s", raw[False], f"raw: getCameraImage alone, {renderer}"),
-                        Figure("camera", f"{renderer} {width}x{height} rgb + depth + segmentation published{world}",
-                               published[True], "frames/s", raw[True],
-                               f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
+            figures += published_figures(renderer, width, height, world_factor, 1)
             if renderer == "tiny":
                 figures.append(Figure("camera", f"{width}x{height} frame to Image/CameraInfo messages",
-                                      conversion_ms, "ms"))
-            if (width, height) == TWO_WORKERS_SIZE:  # the camera's render_workers:=2, beside the same raw call
-                two = published_frames_per_second(width, height, renderer=renderer, realtime_factor=world_factor,
-                                                  workers=2)
-                figures += [Figure("camera", f"{renderer} {width}x{height} rgb + depth published, 2 render workers"
-                                   f"{world}", two[False], "frames/s", raw[False],
-                                   f"raw: getCameraImage alone, {renderer}"),
-                            Figure("camera", f"{renderer} {width}x{height} rgb + depth + segmentation published, "
-                                   f"2 render workers{world}", two[True], "frames/s", raw[True],
-                                   f"raw: getCameraImage alone with the mask (flags 0), {renderer}")]
+                                      message_conversion_ms(width, height), "ms"))
+            if (width, height) == TWO_WORKERS_SIZE:  # the camera's render_workers:=2
+                figures += published_figures(renderer, width, height, world_factor, 2)
     for width, height in RENDERER_SIZES:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:

@@ -314,7 +314,7 @@ def _serve(connection, frames: FrameWriter, data: dict, parent: int) -> None:
                 k = camera.intrinsics()
                 cloud = organised_cloud(frame.depth, k, frame.rgb) if state.points else None
                 frames.send(connection, RenderedFrame(state.stamp, frame.rgb, frame.depth, labels, k, cloud,
-                                                           drawn - drawing, time.perf_counter() - received))
+                                                      drawn - drawing, time.perf_counter() - received))
             except Exception as exc:  # tell the camera node, keep serving
                 connection.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:

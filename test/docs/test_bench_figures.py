@@ -162,6 +162,19 @@ def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_
         lean.close()
 
 
+def test_the_published_camera_rows_take_turns_with_the_raw_call():
+    """bench.camera's published rows in rounds: per round the camera streams while watched, then nobody
+    watches while the raw call takes its turn, and the next turn's frames come again once it is watched anew;
+    each round gives both rates, without and with the mask."""
+    from bench.camera import published_in_rounds
+
+    rounds = published_in_rounds(64, 64, renderer="tiny", rounds=2, turn=0.5)
+    assert set(rounds) == {False, True}
+    for published, raw in rounds.values():
+        assert len(published) == len(raw) == 2
+        assert all(rate > 0 for rate in published + raw)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names and /proc are Linux's")
 @pytest.mark.parametrize("named", [True, False])
 def test_profile_published_reads_each_thread_s_cpu_by_the_name_the_trace_gives_it(named):
