@@ -120,10 +120,10 @@ def published_figures(renderer: str, width: int, height: int, world_factor: floa
     figures = []
     rounds = published_in_rounds(width, height, renderer=renderer, realtime_factor=world_factor, workers=workers)
     for segmentation, (published, raw) in rounds.items():
-        what, flags = ("rgb + depth + segmentation", "with the mask (flags 0), ") if segmentation else \
-            ("rgb + depth", "")
+        what = "rgb + depth + segmentation" if segmentation else "rgb + depth"
+        flags = " with the mask (flags 0)" if segmentation else ""
         figures.append(Figure("camera", f"{renderer} {width}x{height} {what} published{two}{world}", median(published),
-                              "frames/s", median(raw), f"raw: getCameraImage alone {flags}{renderer}, taking turns",
+                              "frames/s", median(raw), f"raw: getCameraImage alone{flags}, {renderer}, taking turns",
                               per_round(published, raw)))
     return figures
 
@@ -152,7 +152,7 @@ def ros_image_env_figures(renderer: str) -> list[Figure]:
 
 
 def measure(available: list[str] | None = None, world_factor: float = 1.0) -> list[Figure]:
-    """`world_factor`: the world's realtime_factor for the published rows (published_frames_per_second)."""
+    """`world_factor`: the world's realtime_factor for the published rows (published_in_rounds)."""
     figures = []
     available = available or renderers()
     for renderer in available:

@@ -114,7 +114,7 @@ class FrameReader:
 
     def receive(self, announced: InSharedMemory):
         end = max((offset + size for offset, size in announced.places), default=0)
-        if announced.places and (self.map is None or len(self.map) < end):  # the worker grew the file: map it whole again
+        if announced.places and (self.map is None or len(self.map) < end):  # the worker grew the file: map it anew
             if self.map is not None:
                 self.map.close()
             self.map = mmap.mmap(self.fd, os.fstat(self.fd).st_size, prot=mmap.PROT_READ)
