@@ -13,8 +13,8 @@ when it takes the announcement. One copy on each side, no waiting on the other.
 Why SLOTS slots are enough: the owner copies a frame out as it takes the announcement, and a worker holds at
 most its `ahead` requests (render_worker.AHEAD, 2), so when it writes a frame the one `ahead` before it has been
 taken. A frame larger than the slots starts a new, larger set past the end of the file (the file grows, no slot
-of the old set is moved under a frame not yet taken), and the old set's pages are handed back once every frame
-in it has been taken by that rule: SLOTS - 1 frames later.
+of the old set is moved under a frame not yet taken), and the old set's pages are handed back SLOTS - 1 frames
+later, when by the same rule (with the spare slot's margin) every frame in it has been taken.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ class FrameWriter:
         self.base = 0  # where the current set of slots starts in the file
         self.slot = 0  # bytes per slot (0: none yet)
         self.sent = 0
-        self.stale: list[tuple[int, int, int]] = []  # old sets: offset, size, the frame from which none is unread
+        self.stale: list[tuple[int, int, int]] = []  # old sets: offset, size, when to hand back (sent)
 
     def send(self, connection: Connection, frame) -> None:
         buffers: list[pickle.PickleBuffer] = []

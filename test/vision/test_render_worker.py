@@ -82,7 +82,7 @@ def test_frames_travel_through_shared_memory_beside_their_announcement():
         assert 48 * 32 * 16 < len(announced[0].pickled) < 48 * 32 * 16 + 2000  # only the strided cloud in band
         assert [size for _, size in announced[0].places] == [48 * 64 * 3, 48 * 64 * 4, 48 * 64 * 4, 9 * 8]
         got = [reader.receive(announced.pop(0))]  # the first read only after all three were written
-        writer.send(sender, frames[3])  # grows the file (8.6 MB, where the slots held 30 KB); 2.5 and 3.5 unread
+        writer.send(sender, frames[3])  # 8.3 MB, where a slot held 32 KB: the file grows; 2.5, 3.5 unread
         announced.append(receiver.recv())
         assert announced[-1].places[0][0] >= SLOTS * 4096  # past the first set of slots
         got.append(reader.receive(announced.pop(0)))
