@@ -57,8 +57,9 @@ def test_frames_travel_through_shared_memory_beside_their_announcement():
     from multiprocessing.connection import Connection
 
     from binpick_sim.cell.frame_hop import SLOTS, FrameReader, FrameWriter, InSharedMemory, shared_file
-    from binpick_sim.cell.render_worker import RenderedFrame
+    from binpick_sim.cell.render_worker import AHEAD, RenderedFrame
 
+    assert AHEAD < SLOTS  # a frame is written only once the one AHEAD before it was taken: its slot is free
     rng = np.random.default_rng(0)
 
     def frame(stamp, height, width, step=2):  # a strided cloud goes in band: it must fit the socket's buffer
