@@ -53,12 +53,24 @@ def _rounded(size: int, unit: int) -> int:
     return -(-size // unit) * unit
 
 
-class FrameWriter:
-    """The worker's side: `send` puts a frame's arrays into the next slot and announces it."""
+class _Mapped:
+    """One side's descriptor of the shared file and its mapping of it (none until the first frame)."""
 
     def __init__(self, fd: int):
         self.fd = fd
         self.map: mmap.mmap | None = None
+
+    def close(self) -> None:
+        if self.map is not None:
+            self.map.close()
+        os.close(self.fd)
+
+
+class FrameWriter(_Mapped):
+    """The worker's side: `send` puts a frame's arrays into the next slot and announces it."""
+
+    def __init__(self, fd: int):
+        super().__init__(fd)
         self.base = 0  # where the current set of slots starts in the file
         self.slot = 0  # bytes per slot (0: none yet)
         self.sent = 0
@@ -99,18 +111,9 @@ class FrameWriter:
             if hasattr(mmap, "MADV_REMOVE"):
                 self.map.madvise(mmap.MADV_REMOVE, offset, size)
 
-    def close(self) -> None:
-        if self.map is not None:
-            self.map.close()
-        os.close(self.fd)
 
-
-class FrameReader:
+class FrameReader(_Mapped):
     """The owner's side: `receive` copies an announced frame's arrays out of the shared file."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.map: mmap.mmap | None = None
 
     def receive(self, announced: InSharedMemory):
         end = max((offset + size for offset, size in announced.places), default=0)
@@ -120,8 +123,3 @@ class FrameReader:
             self.map = mmap.mmap(self.fd, os.fstat(self.fd).st_size, prot=mmap.PROT_READ)
         buffers = [np.frombuffer(self.map, np.uint8, size, offset).copy() for offset, size in announced.places]
         return pickle.loads(announced.pickled, buffers=buffers)
-
-    def close(self) -> None:
-        if self.map is not None:
-            self.map.close()
-        os.close(self.fd)

@@ -220,10 +220,6 @@ class RenderWorkers:
         self._turn = 0
 
     @property
-    def pid(self) -> int | None:
-        return self.workers[0].pid
-
-    @property
     def pids(self) -> tuple[int | None, ...]:
         return tuple(worker.pid for worker in self.workers)
 

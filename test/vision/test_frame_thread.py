@@ -30,7 +30,7 @@ class StandInWorker:
     frame can be polled HOP seconds after it was drawn (its fileno is readable then). The "frame" is the state
     it shows."""
 
-    pid = 0
+    pids = (0,)  # named in the restart log
     ahead = AHEAD  # as RenderWorker's
 
     def __init__(self):

@@ -165,7 +165,8 @@ class FrameThread:
             return
         self.restarts += 1
         self.worker = self.start_worker()
-        self.logger.error(f"{why}; started a new one (pid {self.worker.pid}, restart {self.restarts})")
+        pids = ", ".join(map(str, self.worker.pids))
+        self.logger.error(f"{why}; started a new one (pid {pids}, restart {self.restarts})")
 
     def _release_if_unwatched(self) -> None:
         if self.worker is None or time.monotonic() - self._last_watched < RELEASE_AFTER or self.watched():
