@@ -1,6 +1,6 @@
 """Camera: every figure beside raw getCameraImage with the same renderer, size and flags, measured in the same
 run: per renderer (tiny, egl where it loads) the frames per second the camera node publishes (64x64 and
-640x480, without and with segmentation; 640x480 again with two render workers) and Camera.render in process
+640x480, without and with segmentation; 640x480 again with one render worker only) and Camera.render in process
 (five sizes, without and with segmentation); the cost of turning a frame into messages; FrankaDelta-v0's
 image steps per second on both backends (over ROS also with step_channel=True, taking turns with it)
 beside a bare step block plus one render at the observation's size; and the world's real-time factor
@@ -28,7 +28,7 @@ from .session import sim_and_client
 PUBLISHED_ROUNDS = 3  # the published rows' turns with the raw call
 PUBLISHED_TURN = 2.0  # seconds of frames streamed per turn (the raw call: half as long)
 PUBLISHED_SIZES = [(64, 64), (640, 480)]  # published rows: per renderer, each without and with segmentation
-TWO_WORKERS_SIZE = (640, 480)  # published again with the camera's render_workers:=2
+ONE_WORKER_SIZE = (640, 480)  # published again with the camera's render_workers:=1 (a second one never started)
 
 
 def realtime_factor(renderer: str, render_process: bool, seconds: float = 10.0) -> tuple[float, float]:
@@ -52,7 +52,7 @@ SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
 
 
 def published_in_rounds(width: int, height: int, renderer: str = "tiny", realtime_factor: float = 1.0,
-                        workers: int = 1, rounds: int = PUBLISHED_ROUNDS,
+                        workers: int | None = None, rounds: int = PUBLISHED_ROUNDS,
                         turn: float = PUBLISHED_TURN) -> dict[bool, tuple[list[float], list[float]]]:
     """The camera node asked for a frame every physics step (240 Hz), the world at real time as a user runs it,
     taking turns with raw getCameraImage in this process: per round, without and then with the segmentation
@@ -68,7 +68,8 @@ def published_in_rounds(width: int, height: int, renderer: str = "tiny", realtim
     second: one per physics step), so that the camera node runs flat out. The bench subscribes with the
     publishers' depth, so every frame published is counted: with depth 1 a frame that arrived before the one
     before it was taken replaced it, and the bench's own lag was counted against the node (at egl 640x480
-    here, 22.3 frames/s arrived of 25.6 drawn and published). `workers`: the camera's `render_workers`."""
+    here, 22.3 frames/s arrived of 25.6 drawn and published). `workers`: the camera's `render_workers` (None:
+    its default, which starts a second worker where one falls behind the rate)."""
     keep_frame_buffers()  # as in the render worker whose frames the raw call stands beside (cell/heap.py)
     raw_sim = direct_sim(width=width, height=height, renderer=renderer)
     frame_topics = {"camera/image_raw": Image, "camera/depth/image_raw": Image}
@@ -76,7 +77,7 @@ def published_in_rounds(width: int, height: int, renderer: str = "tiny", realtim
     results = {False: ([], []), True: ([], [])}
     try:
         with sim_and_client({"realtime_factor": realtime_factor, "camera:rate": 240.0, "world:renderer": renderer,
-                             "camera:render_workers": workers}, {},
+                             **({} if workers is None else {"camera:render_workers": workers})}, {},
                             {"camera.width": width, "camera.height": height}, depth=FRAME_DEPTH) as (_, client):
             for _ in range(rounds):
                 for segmentation, (published, raw) in results.items():
@@ -112,11 +113,12 @@ def message_conversion_ms(width: int, height: int) -> float:
         sim.close()
 
 
-def published_figures(renderer: str, width: int, height: int, world_factor: float, workers: int) -> list[Figure]:
+def published_figures(renderer: str, width: int, height: int, world_factor: float,
+                      workers: int | None = None) -> list[Figure]:
     """published_in_rounds as figures: rgb + depth, and with the mask, each beside the raw call with the same
     flags taken in turns (the median of the rounds' ratios, their min-max beside it)."""
     world = "" if world_factor == 1.0 else f" (world at realtime_factor {world_factor:g})"
-    two = "" if workers == 1 else f", {workers} render workers"
+    two = "" if workers is None else f", render_workers {workers}"
     figures = []
     rounds = published_in_rounds(width, height, renderer=renderer, realtime_factor=world_factor, workers=workers)
     for segmentation, (published, raw) in rounds.items():
@@ -157,12 +159,12 @@ def measure(available: list[str] | None = None, world_factor: float = 1.0) -> li
     available = available or renderers()
     for renderer in available:
         for width, height in PUBLISHED_SIZES:
-            figures += published_figures(renderer, width, height, world_factor, 1)
+            figures += published_figures(renderer, width, height, world_factor)
             if renderer == "tiny":
                 figures.append(Figure("camera", f"{width}x{height} frame to Image/CameraInfo messages",
                                       message_conversion_ms(width, height), "ms"))
-            if (width, height) == TWO_WORKERS_SIZE:  # the camera's render_workers:=2
-                figures += published_figures(renderer, width, height, world_factor, 2)
+            if (width, height) == ONE_WORKER_SIZE:  # the camera's render_workers:=1
+                figures += published_figures(renderer, width, height, world_factor, 1)
     for width, height in RENDERER_SIZES:
         figures.extend(renderer_figures(available, width, height))
     for renderer in available:

@@ -157,7 +157,8 @@ if __name__ == "__main__":
     parser.add_argument("--size", default="640x480", help="WIDTHxHEIGHT")
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--threads", action="store_true", help="each thread's CPU too, by name")
-    parser.add_argument("--workers", type=int, default=1, help="the camera's render_workers")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="the camera's render_workers (1: one worker's profile; the camera's own default is 2)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.lower().split("x"))
     print(report(args.renderer, width, height, args.seconds, args.threads, args.workers))

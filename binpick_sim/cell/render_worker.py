@@ -34,6 +34,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Callable
 
 import numpy as np
 
@@ -200,28 +201,42 @@ class RenderWorker:
 
 
 class RenderWorkers:
-    """Several RenderWorkers drawing a camera's frames in turn, answered in the order they were asked for, behind
-    the calls the camera's frame thread makes of one (`request`, `poll`, `wait`, `pending`, `ahead`, `fileno`,
-    `close`).
+    """A camera's render workers: one to start with, and one more each time the camera's frame thread finds
+    them behind its rate (`grow`), up to `most`. They draw the frames in turn, answered in the order they were
+    asked for, behind the calls the frame thread makes of one RenderWorker (`request`, `poll`, `wait`,
+    `pending`, `ahead`, `fileno`, `close`, `pids`).
 
-    Why: a frame is drawn on the one thread that asks PyBullet for it, and much of that is serial. With
-    llvmpipe about half of a 640x480 frame runs on one core while the other waits, and with NVIDIA's EGL
-    the asking thread's CPU is the whole frame (doc/benchmarks.md, "per thread"). Raw egl 640x480 frames
-    drawn by two processes at once came to 1.66x one process's on a 2-core machine, and to 1.7x (four
-    processes: 2.9x) on an H200. Each worker is a process with its own copy of the cell (150-250 MB).
+    Why more than one: a frame is drawn on the one thread that asks PyBullet for it, and much of that is
+    serial. With llvmpipe about half of a 640x480 frame runs on one core while the other waits, and with
+    NVIDIA's EGL the asking thread's CPU is the whole frame (doc/benchmarks.md, "per thread"). Raw egl 640x480
+    frames drawn by two processes at once came to 1.66x one process's on a 2-core machine, and to 1.7x (four
+    processes: 2.9x) on an H200. Why only when behind: each worker is a process with its own copy of the cell
+    (150-250 MB) and a second or two of CPU to start, which a camera whose one worker keeps its rate (the
+    default 10 Hz at 640x480 on a 2-core CPU, most rates on a GPU) never pays.
+
+    A worker started by `grow` first builds its cell and draws the newest state asked for, a frame thrown
+    away; only then does it take turns, so the frames, answered in order, never wait for its start.
     """
 
-    def __init__(self, workers: list[RenderWorker]):
-        if len(workers) < 2:
-            raise ValueError("RenderWorkers takes two workers or more (one is a RenderWorker)")
-        self.workers = workers
-        self.ahead = len(workers) + 1  # each draws one; the next state waits in one's socket
+    def __init__(self, start: Callable[[], RenderWorker], most: int = 1):
+        if most < 1:
+            raise ValueError(f"a camera needs one render worker at least, not {most}")
+        self.start, self.most = start, most
+        self.workers = [start()]
+        self.warming: RenderWorker | None = None  # started by `grow`, drawing its first frame: no turns yet
+        self.settled = False  # a frame came back since the workers last changed: their pace can be judged
+        self.growth_error: str | None = None  # why a worker started by `grow` did not join (said once, then None)
         self._asked: deque[RenderWorker] = deque()  # who holds each request, oldest first
         self._turn = 0
+        self._newest: SceneState | None = None  # the latest state asked for: what a new worker draws first
+
+    @property
+    def ahead(self) -> int:
+        return len(self.workers) + AHEAD - 1  # each draws one; the next state waits in one's socket
 
     @property
     def pids(self) -> tuple[int | None, ...]:
-        return tuple(worker.pid for worker in self.workers)
+        return tuple(worker.pid for worker in self.workers + ([self.warming] if self.warming else []))
 
     @property
     def pending(self) -> int:
@@ -232,14 +247,25 @@ class RenderWorkers:
         return (self._asked[0] if self._asked else self.workers[0]).fileno()
 
     def request(self, state: SceneState) -> None:
-        worker = self.workers[self._turn]
+        worker = self.workers[self._turn % len(self.workers)]
         self._turn = (self._turn + 1) % len(self.workers)
         self._asked.append(worker)
+        self._newest = state
         worker.request(state)
+
+    def grow(self) -> bool:
+        """Start one more worker, unless `most` are there, one is starting, or nothing was asked for yet."""
+        if self.warming is not None or len(self.workers) >= self.most or self._newest is None:
+            return False
+        self.warming = self.start()
+        self.warming.request(self._newest)
+        self.settled = False
+        return True
 
     def poll(self) -> RenderedFrame | None:
         """The oldest request's frame if its worker has it (a later one that is done waits its turn); WorkerGone
         or FrameFailed as RenderWorker.poll raises them."""
+        self._look_at_the_new_worker()
         if not self._asked:
             return None
         try:
@@ -249,6 +275,7 @@ class RenderWorkers:
             raise
         if done is not None:
             self._asked.popleft()
+            self.settled = self.warming is None
         return done
 
     def wait(self, timeout: float) -> RenderedFrame | None:
@@ -257,8 +284,24 @@ class RenderWorkers:
         return None
 
     def close(self) -> None:
-        for worker in self.workers:
+        for worker in self.workers + ([self.warming] if self.warming else []):
             worker.close()
+
+    def _look_at_the_new_worker(self) -> None:
+        """A started worker takes turns from when its first frame is back; one that failed is not tried again."""
+        warming = self.warming
+        if warming is None:
+            return
+        try:
+            first = warming.poll()
+        except (WorkerGone, FrameFailed) as exc:
+            self.warming, self.most = None, len(self.workers)
+            self.growth_error = f"{exc}; the camera goes on with {len(self.workers)} render worker(s)"
+            warming.close()
+            return
+        if first is not None:
+            self.warming = None
+            self.workers.append(warming)
 
 
 def _ending(process) -> str:

@@ -267,8 +267,8 @@ def test_bad_camera_parameters_stop_start_up_naming_them(argument, says):
 # --- 6: a dead render worker is started again, and counted ----------------------------------------------
 
 def test_a_killed_render_worker_is_started_again_and_reported(ros_context, camera_stack):
-    """The worker process SIGKILLed by its PID while frames stream: a new one is started, frames come from
-    it, and /diagnostics says so (render_worker_restarts 1, the new pid). On main the camera gave up on
+    """The (first) worker process SIGKILLed by its PID while frames stream: new workers are started, frames come
+    from them, and /diagnostics says so (render_worker_restarts 1, the new pid). On main the camera gave up on
     workers and rendered on the physics thread from then on."""
     client = SimClient("worker_killer", context=ros_context,
                        topics={"camera/depth/image_raw": TOPICS["camera/image_raw"]})
@@ -276,17 +276,18 @@ def test_a_killed_render_worker_is_started_again_and_reported(ros_context, camer
     try:
         status = statuses(client)
         client.wait_for_topics(["camera/depth/image_raw"], timeout=120)
-        first = camera_node.worker.process.pid
+        first = camera_node.worker.workers[0].process.pid
         os.kill(first, signal.SIGKILL)
-        client.spin_until(lambda: camera_node.worker is not None and camera_node.worker.process.pid != first, 60,
+        client.spin_until(lambda: camera_node.worker is not None and camera_node.worker.workers[0].pid != first, 60,
                           "a new worker")
         count = client.counts["camera/depth/image_raw"]
         client.spin_until(lambda: client.counts["camera/depth/image_raw"] > count + 2, 120, "frames from it")
-        assert camera_node.worker.process.is_alive() and camera_node.use_worker and not camera_node.frame_thread.failed
+        worker = camera_node.worker.workers[0]
+        assert worker.process.is_alive() and camera_node.use_worker and not camera_node.frame_thread.failed
         client.spin_until(lambda: status("/camera").get("render_worker_restarts") == "1", 30,
                           "render_worker_restarts 1 on /diagnostics")
         camera = status("/camera")
-        assert camera["render_worker"] == f"running (pid {camera_node.worker.process.pid})"
+        assert camera["render_worker"].startswith(f"running (pid {worker.pid}")  # (and a second's, if started)
         # the worker's own time per frame (medians of its latest frames): drawing is part of what it does
         assert 0 < float(camera["render_worker_draw_ms"]) <= float(camera["render_worker_frame_ms"])
     finally:

@@ -10,7 +10,7 @@ from collections import deque
 import pytest
 
 from binpick_sim.cell.render_worker import AHEAD
-from binpick_sim.nodes.servers.camera_frames import FrameThread
+from binpick_sim.nodes.servers.camera_frames import GROW_WINDOW, FrameThread
 
 DRAW = 0.2  # seconds the stand-in worker takes per frame
 HOP = 0.05  # seconds from a frame drawn to the frame thread having it (the trip back, the thread waking)
@@ -23,6 +23,9 @@ class Logger:
     def error(self, message, **kwargs):
         self.errors.append(message)
 
+    def info(self, message, **kwargs):
+        pass
+
 
 class StandInWorker:
     """request / poll / wait / pending / fileno as RenderWorker has them: requests are served in order, one at a time,
@@ -31,9 +34,15 @@ class StandInWorker:
     it shows."""
 
     pids = (0,)  # named in the restart log
-    ahead = AHEAD  # as RenderWorker's
+    ahead = AHEAD  # as one RenderWorker's
+    settled = True  # RenderWorkers': a frame came back since the workers last changed
+    growth_error = None
+    most = 1
 
     def __init__(self):
+        self.draw = DRAW
+        self.grown = 0  # `grow` calls: the frame thread found the camera behind its rate
+        self.workers = [self]
         self.asked: list[tuple[object, float]] = []
         self.started: list[float] = []  # when each request's drawing began
         self.pending = 0
@@ -48,7 +57,7 @@ class StandInWorker:
         self.most_pending = max(self.most_pending, self.pending)
         self.asked.append((state, now))
         start = max(now, self._free_at)
-        self._free_at = start + DRAW
+        self._free_at = start + self.draw
         self.started.append(start)
         self._frames.append((self._free_at + HOP, state))
         threading.Timer(self._free_at + HOP - now, self._ready).start()
@@ -73,6 +82,10 @@ class StandInWorker:
         """RenderWorker.wait: block until the oldest request's frame can be polled, or `timeout` passes."""
         select.select([self._reader], [], [], timeout)
         return self.poll()
+
+    def grow(self):
+        self.grown += 1
+        return False  # none started: the worker keeps serving alone
 
     def close(self):
         pass
@@ -185,3 +198,41 @@ def test_a_publisher_that_raises_loses_that_frame_only(frames):
     assert any("camera frame not published: RuntimeError: publisher gone" in e for e in logger.errors)
     assert thread.offer(lambda: "later")
     wait_for(lambda: len(published) == 2)
+
+
+def tick(thread, every, count):
+    """`count` camera ticks `every` seconds apart, as the physics thread offers them."""
+    for n in range(count):
+        thread.offer(lambda n=n: n)
+        time.sleep(every)
+
+
+def test_a_camera_behind_its_rate_asks_for_one_more_worker(frames):
+    """Ticks four times as often as the worker draws: most find it holding all it may, and the thread asks the
+    workers to grow (GROW_WHEN of GROW_WINDOW ticks behind)."""
+    thread, worker, published, _ = frames
+    tick(thread, DRAW / 4, GROW_WINDOW + 8)
+    wait_for(lambda: worker.grown >= 1)
+    assert published and worker.most_pending <= AHEAD
+
+
+def test_a_camera_that_keeps_its_rate_asks_for_no_other(frames):
+    """Ticks slower than the worker's frames (drawn in 0.01 s, back HOP later): none finds it holding all it
+    may (two of its frames would have to be late), so the thread judges the camera on time and never asks the
+    workers to grow."""
+    thread, worker, published, _ = frames
+    worker.draw = 0.01
+    tick(thread, 3 * HOP, GROW_WINDOW + 4)
+    wait_for(lambda: len(published) >= GROW_WINDOW + 4)
+    assert worker.grown == 0
+
+
+def test_why_a_new_worker_did_not_join_is_logged_once(frames):
+    thread, worker, published, logger = frames
+    worker.growth_error = "the render worker failed: no such renderer; the camera goes on with 1 render worker(s)"
+    assert thread.offer(lambda: "first")
+    wait_for(lambda: len(published) == 1)
+    assert thread.offer(lambda: "second")
+    wait_for(lambda: len(published) == 2)
+    assert len([e for e in logger.errors if "goes on with 1 render worker(s)" in e]) == 1
+    assert worker.growth_error is None

@@ -1,5 +1,6 @@
 """Rendering in a worker process: the picture of the captured state, and physics that goes on meanwhile."""
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -126,7 +127,7 @@ def test_physics_goes_on_while_a_frame_renders(ros_context, tmp_path):
         try:
             watcher.wait_for_topics(["camera/depth/image_raw"], timeout=240)
             now = stack.sim.world.time  # read as the frame arrives (the physics runs on meanwhile)
-            assert camera.worker is not None and camera.worker.process.is_alive()
+            assert camera.worker is not None and camera.worker.workers[0].process.is_alive()
             frame = watcher.latest["camera/depth/image_raw"]
             assert frame.width == 2048
             # Drawing it took TinyRenderer a second or more, during which the world, as fast as it goes,
@@ -264,20 +265,44 @@ def test_visibility_works_from_a_plain_script_without_a_main_guard(tmp_path):
     assert "seen: [" in result.stdout and "object_" in result.stdout, result.stdout
 
 
+def settle(workers, timeout=120.0):
+    """Look at a RenderWorkers until the worker `grow` started has joined (or failed)."""
+    deadline = time.monotonic() + timeout
+    while workers.warming is not None:
+        assert time.monotonic() < deadline, "the new worker never drew its first frame"
+        workers.poll()
+        time.sleep(0.02)
+
+
 def test_workers_drawing_in_turn_answer_in_the_order_asked(config):
-    """RenderWorkers (a camera's `render_workers` of 2 or more): requests go to the workers in turn and the
-    frames come back in the order they were asked for, even when a later one is done first (a small frame
-    asked after a large one, on the other worker); a FrameFailed answers its request and the order goes on."""
+    """RenderWorkers (a camera's workers): one to start with; `grow` starts one more, which draws the newest state
+    first (thrown away) and takes no turn until then, so the frames asked for meanwhile come from the first;
+    then requests go to the workers in turn and the frames come back in the order they were asked for, even
+    when a later one is done first (a small frame asked after a large one, on the other worker); a FrameFailed
+    answers its request and the order goes on. No more than `most` are started."""
     from binpick_sim.cell.render_worker import FrameFailed, RenderWorkers
 
     config = with_renderer(config, "tiny", width=64, height=48)
     sim = BinPickingSim(config)
-    with pytest.raises(ValueError, match="two workers or more"):
-        RenderWorkers([RenderWorker(config, "tiny")])
-    workers = RenderWorkers([RenderWorker(config, "tiny"), RenderWorker(config, "tiny")])
+    workers = RenderWorkers(lambda: RenderWorker(config, "tiny"), most=2)
     try:
-        assert workers.ahead == 3 and len(set(workers.pids)) == 2
+        assert workers.ahead == 2 and len(workers.pids) == 1 and not workers.settled
+        assert not workers.grow()  # nothing asked for yet: nothing a new worker could draw first
         sim.reset(seed=1)
+        first = capture(sim, sim.camera, segmentation=False)
+        workers.request(first)
+        assert workers.wait(timeout=120).stamp == first.stamp and workers.settled
+        assert workers.grow() and not workers.grow()  # one is starting: no other meanwhile
+        assert len(set(workers.pids)) == 2 and workers.ahead == 2 and not workers.settled
+        meanwhile = []
+        for _ in range(2):
+            sim.world.step(5)
+            meanwhile.append(capture(sim, sim.camera, segmentation=False))
+            workers.request(meanwhile[-1])
+        assert [workers.wait(timeout=120).stamp for _ in meanwhile] == [s.stamp for s in meanwhile]
+        settle(workers)
+        assert len(workers.workers) == 2 and workers.ahead == 3 and workers.growth_error is None
+        assert not workers.grow()  # `most` are there
         large = dataclasses.replace(sim.camera.config, width=1024, height=768)  # about a second with tiny
         states = []
         for camera in (large, sim.camera.config, sim.camera.config):
@@ -302,29 +327,60 @@ def test_workers_drawing_in_turn_answer_in_the_order_asked(config):
         workers.close()
         sim.close()
     assert not any(worker.process.is_alive() for worker in workers.workers)
+    with pytest.raises(ValueError, match="one render worker at least"):
+        RenderWorkers(lambda: RenderWorker(config, "tiny"), most=0)
 
 
-def test_a_camera_with_two_render_workers_publishes_their_frames_in_time_order(ros_context):
-    """`render_workers:=2`: two worker processes draw the frames in turn; the camera publishes each frame once,
-    stamps rising, and /diagnostics names both workers. rclpy's own parameter client (what `ros2 param
-    describe` / `set` use) sees the parameter as an integer of 1 ... 8, read-only, and a run-time set is refused."""
+def test_a_worker_that_cannot_join_is_reported_and_not_tried_again(config):
+    """A worker `grow` started that cannot draw (here: a renderer name its cell refuses) leaves the first one
+    serving, says why once (`growth_error`, which the frame thread logs), and no other is tried."""
+    from binpick_sim.cell.render_worker import RenderWorkers
+
+    config = with_renderer(config, "tiny", width=64, height=48)
+    sim = BinPickingSim(config)
+    renderers = iter(["tiny", "no_such_renderer", "tiny"])
+    workers = RenderWorkers(lambda: RenderWorker(config, next(renderers)), most=3)
+    try:
+        state = capture(sim, sim.camera, segmentation=False)
+        workers.request(state)
+        assert workers.wait(timeout=120).stamp == state.stamp
+        assert workers.grow()
+        settle(workers)
+        assert len(workers.workers) == 1 and workers.most == 1 and not workers.grow()
+        assert "the camera goes on with 1 render worker(s)" in workers.growth_error
+        workers.request(state)
+        assert workers.wait(timeout=120).stamp == state.stamp
+    finally:
+        workers.close()
+        sim.close()
+
+
+def test_a_camera_behind_its_rate_starts_a_second_worker_and_publishes_in_time_order(ros_context):
+    """A camera asked for a frame every physics step of a world as fast as it goes: its one worker falls behind,
+    so it starts a second (`render_workers`, default 2, is the most); the two draw the frames in turn, the camera
+    publishes each frame once, stamps rising, and /diagnostics names both. rclpy's own parameter client (what
+    `ros2 param describe` / `set` use) sees the parameter as an integer of 1 ... 8, read-only, and a run-time set
+    is refused."""
     from rcl_interfaces.msg import ParameterType
     from rclpy.parameter import Parameter
     from rclpy.parameter_client import AsyncParameterClient
 
     from binpick_sim.nodes.process.stack import SimStack
 
-    parameters = {"world": [Parameter("realtime_factor", value=0.0)],
-                  "camera": [Parameter("render_workers", value=2), Parameter("rate", value=240.0)]}
+    parameters = {"world": [Parameter("realtime_factor", value=0.0)], "camera": [Parameter("rate", value=240.0)]}
     with SimStack(ros_context, parameters) as stack:
         camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        assert camera.render_workers == 2
         stamps = []
         watcher = SimClient("pair_watcher", context=ros_context,
                             topics={"camera/image_raw": TOPICS["camera/image_raw"]})
         watcher.node.create_subscription(TOPICS["camera/image_raw"], "camera/image_raw",
                                          lambda msg: stamps.append(to_seconds(msg.header.stamp)), 10)
         try:
-            watcher.spin_until(lambda: len(stamps) >= 8, 120, "eight frames")
+            watcher.spin_until(lambda: camera.worker is not None and len(camera.worker.workers) == 2, 120,
+                               "a second worker taking turns")
+            joined = len(stamps)
+            watcher.spin_until(lambda: len(stamps) >= joined + 8, 120, "eight frames more")
             pids = camera.worker.pids
             assert len(set(pids)) == 2 and all(pid is not None for pid in pids)
             assert all(worker.process.is_alive() for worker in camera.worker.workers)
@@ -341,5 +397,29 @@ def test_a_camera_with_two_render_workers_publishes_their_frames_in_time_order(r
             changed = remote.set_parameters([Parameter("render_workers", value=3)])
             watcher.spin_until(changed.done, 30, "set answered")
             assert not changed.result().results[0].successful and camera.render_workers == 2
+        finally:
+            watcher.close()
+
+
+def test_a_camera_that_keeps_its_rate_keeps_one_worker(ros_context):
+    """64 x 48 frames at 20 Hz, the world at real time: the one worker draws each in a few milliseconds, so no
+    tick finds it behind, and in three seconds (three judgements of the camera's pace) no second process is
+    started: a second copy of the cell costs 150-250 MB."""
+    from rclpy.parameter import Parameter
+
+    from binpick_sim.nodes.process.stack import SimStack
+
+    parameters = {"world": [Parameter("realtime_factor", value=1.0)],
+                  "camera": [Parameter("rate", value=20.0), Parameter("width", value=64), Parameter("height", value=48)]}
+    with SimStack(ros_context, parameters) as stack:
+        camera = next(n for n in stack.nodes if n.get_name() == "camera")
+        watcher = SimClient("steady_watcher", context=ros_context,
+                            topics={"camera/image_raw": TOPICS["camera/image_raw"]})
+        try:
+            watcher.wait_for_new("camera/image_raw", count=2, timeout=120)
+            first = camera.frames
+            watcher.spin_for(3.0)
+            assert camera.frames - first >= 20, camera.frames - first  # a judgement's worth (60 ticks at real time)
+            assert len(camera.worker.workers) == 1 and camera.worker.warming is None and camera.render_workers == 2
         finally:
             watcher.close()

@@ -16,9 +16,11 @@ from 118 to 224 per second with that overlap. The thread also keeps the worker a
 crashed) is started again and counted (`restarts`, on /diagnostics); after MAX_RESTARTS in a row without a
 frame between them the thread gives up (`failed`) and the node renders in place, as it did before workers
 existed. When nobody has watched the camera for RELEASE_AFTER seconds the worker is stopped and the memory its
-frames took is handed back (`release`); the next subscriber starts a new one. With the camera's
-`render_workers` of 2 or more the "worker" is a RenderWorkers: the states go to its workers in turn, the set kept
-one ahead (one more request than it has workers), and its frames come back in the order asked.
+frames took is handed back (`release`); the next subscriber starts a new one. The "worker" is a RenderWorkers:
+one process to start with, and one more (up to the camera's `render_workers`) each time the thread finds the
+camera behind its rate (`_keep_up`: GROW_WHEN of GROW_WINDOW ticks found the workers holding all they may).
+The states go to its workers in turn, the set kept one ahead (one more request than it has workers), and its
+frames come back in the order asked.
 """
 from __future__ import annotations
 
@@ -28,23 +30,26 @@ import time
 from multiprocessing.connection import wait as wait_for_any
 from typing import Callable
 
-from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorker, SceneState, WorkerGone
+from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorkers, SceneState, WorkerGone
 
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
 POLL = 0.1  # seconds between two looks for a frame, a stop or a dead worker
+GROW_WINDOW = 20  # camera ticks judged together, once the workers have a frame back since they last changed
+GROW_WHEN = 5  # of them found the workers holding all they may (a quarter of the rate lost): one more is started
 
 
 class FrameThread:
-    def __init__(self, name: str, start_worker: Callable[[], RenderWorker], publish: Callable[[RenderedFrame], None],
+    def __init__(self, name: str, start_worker: Callable[[], RenderWorkers], publish: Callable[[RenderedFrame], None],
                  watched: Callable[[], bool], release: Callable[[], None], logger):
         self.start_worker, self.publish, self.watched, self.release = start_worker, publish, watched, release
         self.logger = logger
-        self.worker: RenderWorker | None = None
+        self.worker: RenderWorkers | None = None
         self.restarts = 0  # workers started again after one died
         self.errors = 0  # frames the worker could not draw
         self.failed = False  # gave up on workers: the node renders in place
         self._in_a_row = 0
+        self._offered = self._refused = 0  # camera ticks since the last judgement, and those that drew nothing
         self._waiting: SceneState | None = None  # captured, not yet sent to the worker
         self._lock = threading.Lock()  # between the physics thread's offer and this thread's take
         # The physics thread wakes this one through a socket, so that one wait hears an offer or a frame.
@@ -62,7 +67,11 @@ class FrameThread:
         first, and capturing costs this thread)."""
         self._last_watched = time.monotonic()
         worker = self.worker
-        if self.failed or self._waiting is not None or (worker is not None and worker.pending >= worker.ahead):
+        behind = self._waiting is not None or (worker is not None and worker.pending >= worker.ahead)
+        if worker is not None and worker.settled:
+            self._offered += 1
+            self._refused += behind
+        if self.failed or behind:
             return False
         state = capture()
         with self._lock:
@@ -142,12 +151,27 @@ class FrameThread:
             self._in_a_row = 0
             self._send_waiting(worker)  # drawn while this frame is converted and published
             self._publish(done)
+            self._keep_up(worker)
 
-    def _send_waiting(self, worker: RenderWorker) -> None:
+    def _send_waiting(self, worker: RenderWorkers) -> None:
         if worker.pending < worker.ahead:
             following = self._take()
             if following is not None:
                 worker.request(following)
+
+    def _keep_up(self, worker: RenderWorkers) -> None:
+        """Start one more worker where GROW_WHEN of the last GROW_WINDOW camera ticks found the workers holding
+        all they may: the camera draws fewer frames than its rate asks. A camera that keeps its rate has one."""
+        if worker.growth_error:
+            self.logger.error(worker.growth_error)
+            worker.growth_error = None
+        if self._offered < GROW_WINDOW:
+            return
+        behind = self._refused >= GROW_WHEN
+        self._offered = self._refused = 0
+        if behind and worker.grow():
+            self.logger.info(f"behind the camera's rate with {len(worker.workers)} render worker(s): started one more "
+                             f"(pid {worker.pids[-1]}; at most {worker.most}, the camera's render_workers)")
 
     def _publish(self, done: RenderedFrame) -> None:
         try:
@@ -176,5 +200,6 @@ class FrameThread:
 
     def _stop_worker(self) -> None:
         worker, self.worker = self.worker, None
+        self._offered = self._refused = 0  # the next workers' pace is judged afresh
         if worker is not None:
             worker.close()

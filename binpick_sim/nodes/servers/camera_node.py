@@ -30,6 +30,9 @@ from .camera_frames import FrameThread
 
 TIMED = 100  # worker frames whose timings /diagnostics summarises
 MAX_RENDER_WORKERS = 8  # the `render_workers` parameter's bound: each is a process with a copy of the cell
+# Two at most by default: a second worker is started only where one falls behind the camera's rate (camera_frames),
+# and on 2 cores it took egl 640x480 frames from 0.81-0.92 to 1.19-1.28 of the raw call's rate (doc/benchmarks.md).
+DEFAULT_RENDER_WORKERS = 2
 FRAME_DEPTH = 5  # the frame topics' history: a subscriber with the same depth loses no frame it is slow to take
 
 
@@ -79,10 +82,12 @@ class CameraNode(Node):
         # The worker starts when the camera is first watched: a process and a second copy of the cell
         # cost a second or two of CPU and 150-250 MB, which a stack nobody watches the camera of never pays.
         self.use_worker = render_process and sim.world.renderer.name != "gui" and not loop.lockstep
-        self.render_workers = declare(self, "render_workers", 1, "Render worker processes drawing frames in turn "
-                                      "(with render_process): a frame is drawn on one thread, so two or more raise "
-                                      "the frame rate where cores are free, each with a copy of the cell "
-                                      "(150-250 MB).", read_only=True, low=1, high=MAX_RENDER_WORKERS)
+        self.render_workers = declare(self, "render_workers", DEFAULT_RENDER_WORKERS, "Render worker processes "
+                                      "drawing frames in turn, at most (with render_process): one is started, and "
+                                      "one more each time they fall behind the rate. A frame is drawn on one "
+                                      "thread, so two or more raise the frame rate where cores are free, each with "
+                                      "a copy of the cell (150-250 MB).", read_only=True, low=1,
+                                      high=MAX_RENDER_WORKERS)
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
@@ -205,8 +210,8 @@ class CameraNode(Node):
         return any(p.get_subscription_count() > 0 for p in self._frame_publishers())
 
     @property
-    def worker(self) -> RenderWorker | None:
-        """The render worker now running, if any."""
+    def worker(self) -> RenderWorkers | None:
+        """The render workers now running, if any."""
         return self.frame_thread.worker if self.frame_thread is not None else None
 
     def worker_state(self) -> str:
@@ -256,9 +261,9 @@ class CameraNode(Node):
         labels = label_image(self.sim, frame.segmentation) if segmentation else None
         self.publish(frame.stamp, frame.rgb, frame.depth, labels, self.camera.intrinsics())
 
-    def _start_worker(self) -> RenderWorker | RenderWorkers:
-        workers = [RenderWorker(self.sim.config, self.sim.world.renderer.name) for _ in range(self.render_workers)]
-        return workers[0] if len(workers) == 1 else RenderWorkers(workers)
+    def _start_worker(self) -> RenderWorkers:
+        config, renderer = self.sim.config, self.sim.world.renderer.name
+        return RenderWorkers(lambda: RenderWorker(config, renderer), self.render_workers)
 
     def _publish_rendered(self, done: RenderedFrame) -> None:
         self._timings.append((done.draw_seconds, done.work_seconds))
