@@ -212,7 +212,7 @@ class RenderWorkers:
     frames drawn by two processes at once came to 1.66x one process's on a 2-core machine, and to 1.7x (four
     processes: 2.9x) on an H200. Why only when behind: each worker is a process with its own copy of the cell
     (150-250 MB) and a second or two of CPU to start, which a camera whose one worker keeps its rate (the
-    default 10 Hz at 640x480 on a 2-core CPU, most rates on a GPU) never pays.
+    default 10 Hz at 640x480 with egl on a 2-core CPU; a GPU draws such a frame in a few ms) never pays.
 
     A worker started by `grow` first builds its cell and draws the newest state asked for, a frame thrown
     away; only then does it take turns, so the frames, answered in order, never wait for its start.
