@@ -36,7 +36,7 @@ MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all 
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back
 POLL = 0.1  # seconds between two looks for a frame, a stop or a dead worker
 GROW_WINDOW = 20  # camera ticks judged together, once the workers have a frame back since they last changed
-GROW_WHEN = 5  # of them found the workers holding all they may (a quarter of the rate lost): one more is started
+GROW_WHEN = 2  # of them found the workers holding all they may (a tenth of the rate lost): one more is started
 
 
 class FrameThread:
