@@ -3,6 +3,7 @@ the tests put it in a temporary ament prefix so that `sim.launch.py` runs unchan
 takes the URDF in its `robot_description` parameter, refuses to start without one it can parse (exit 1,
 naming the reason), and publishes it on `robot_description` (transient local) for whoever joins later, again
 whenever the parameter is set to a new URDF."""
+import faulthandler
 import os
 import signal
 import sys
@@ -26,11 +27,18 @@ def _stop(signum, frame) -> None:
     a CI run the stand-in outlived the launch's SIGINT and SIGTERM (5 + 10 s) and was killed, failing
     launch_testing's exit codes; where it hung was not seen. The spin loop sees STOPPING: an exception
     raised here could land inside rclpy's C++ taking a message, which turns it into a RuntimeError ("Unable
-    to convert call argument '0' to Python object", exit 1: seen once in a CI rehearsal)."""
+    to convert call argument '0' to Python object", exit 1: seen once in a CI rehearsal).
+
+    The timer is a Python thread: it cannot run while the interpreter is finalizing (daemon threads then wait
+    for the GIL for good) or while a C call holds the GIL, and it was outlived once more (2026-11-27, a
+    rehearsal's colcon part, exit -9 again). So `main`'s caller leaves by os._exit, past finalization, and
+    faulthandler's watchdog (a C thread, no GIL needed) prints every thread's stack to stderr and exits 1
+    two seconds after the timer should have: a hang then says where it is instead of waiting for SIGKILL."""
     if not STOPPING.is_set():
         timer = threading.Timer(EXIT_WITHIN, os._exit, args=(0,))
         timer.daemon = True
         timer.start()
+        faulthandler.dump_traceback_later(EXIT_WITHIN + 2.0, exit=True)
     STOPPING.set()
 
 
@@ -73,4 +81,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()  # the node and the context are gone: nothing is left for the interpreter's finalization
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
