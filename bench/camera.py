@@ -118,13 +118,13 @@ def published_figures(renderer: str, width: int, height: int, world_factor: floa
     """published_in_rounds as figures: rgb + depth, and with the mask, each beside the raw call with the same
     flags taken in turns (the median of the rounds' ratios, their min-max beside it)."""
     world = "" if world_factor == 1.0 else f" (world at realtime_factor {world_factor:g})"
-    two = "" if workers is None else f", render_workers {workers}"
+    kept = "" if workers is None else f", render_workers {workers}"
     figures = []
     rounds = published_in_rounds(width, height, renderer=renderer, realtime_factor=world_factor, workers=workers)
     for segmentation, (published, raw) in rounds.items():
         what = "rgb + depth + segmentation" if segmentation else "rgb + depth"
         flags = " with the mask (flags 0)" if segmentation else ""
-        figures.append(Figure("camera", f"{renderer} {width}x{height} {what} published{two}{world}", median(published),
+        figures.append(Figure("camera", f"{renderer} {width}x{height} {what} published{kept}{world}", median(published),
                               "frames/s", median(raw), f"raw: getCameraImage alone{flags}, {renderer}, taking turns",
                               per_round(published, raw)))
     return figures

@@ -113,9 +113,7 @@ def capture(sim, camera, segmentation: bool, points: bool = False) -> SceneState
 
 class RenderWorker:
     """One worker process rendering the cell described by `config` with `renderer`: one camera's frames
-    (`SceneState` requests) or the reasoner's masks (`VisibilityRequest`)."""
-
-    ahead = AHEAD
+    (`SceneState` requests, through RenderWorkers) or the reasoner's masks (`VisibilityRequest`)."""
 
     def __init__(self, config: Config, renderer: str):
         data = config_to_dict(dataclasses.replace(
@@ -137,10 +135,6 @@ class RenderWorker:
     @property
     def pid(self) -> int | None:
         return self.process.pid
-
-    @property
-    def pids(self) -> tuple[int | None, ...]:
-        return (self.process.pid,)
 
     @property
     def busy(self) -> bool:
@@ -203,8 +197,8 @@ class RenderWorker:
 class RenderWorkers:
     """A camera's render workers: one to start with, and one more each time the camera's frame thread finds
     them behind its rate (`grow`), up to `most`. They draw the frames in turn, answered in the order they were
-    asked for, behind the calls the frame thread makes of one RenderWorker (`request`, `poll`, `wait`,
-    `pending`, `ahead`, `fileno`, `close`, `pids`).
+    asked for; the camera's frame thread (nodes/servers/camera_frames.py) sees only this (`request`, `poll`,
+    `pending`, `ahead`, `fileno`, `grow`, `settled`, `close`, `pids`).
 
     Why more than one: a frame is drawn on the one thread that asks PyBullet for it, and much of that is
     serial. With llvmpipe about half of a 640x480 frame runs on one core while the other waits, and with
@@ -236,7 +230,7 @@ class RenderWorkers:
 
     @property
     def pids(self) -> tuple[int | None, ...]:
-        return tuple(worker.pid for worker in self.workers + ([self.warming] if self.warming else []))
+        return tuple(worker.pid for worker in self._processes())
 
     @property
     def pending(self) -> int:
@@ -247,7 +241,7 @@ class RenderWorkers:
         return (self._asked[0] if self._asked else self.workers[0]).fileno()
 
     def request(self, state: SceneState) -> None:
-        worker = self.workers[self._turn % len(self.workers)]
+        worker = self.workers[self._turn]
         self._turn = (self._turn + 1) % len(self.workers)
         self._asked.append(worker)
         self._newest = state
@@ -284,8 +278,12 @@ class RenderWorkers:
         return None
 
     def close(self) -> None:
-        for worker in self.workers + ([self.warming] if self.warming else []):
+        for worker in self._processes():
             worker.close()
+
+    def _processes(self) -> list[RenderWorker]:
+        """Every worker started, the one still drawing its first frame last."""
+        return self.workers + ([self.warming] if self.warming else [])
 
     def _look_at_the_new_worker(self) -> None:
         """A started worker takes turns from when its first frame is back; one that failed is not tried again."""

@@ -28,7 +28,7 @@ class Logger:
 
 
 class StandInWorker:
-    """request / poll / wait / pending / fileno as RenderWorker has them: requests are served in order, one at a time,
+    """request / poll / wait / pending / fileno as RenderWorkers has them: requests are served in order, one at a time,
     each drawn DRAW seconds from when it was asked for or the one before was done, whichever is later; a
     frame can be polled HOP seconds after it was drawn (its fileno is readable then). The "frame" is the state
     it shows."""
