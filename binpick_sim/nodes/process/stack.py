@@ -15,6 +15,7 @@ from __future__ import annotations
 import faulthandler
 import math
 import os
+import select
 import signal
 import sys
 import threading
@@ -46,6 +47,12 @@ from ..servers.world_node import WorldNode
 
 
 SPIN_PERIOD = 0.1  # s: longest an executor thread waits before it looks at the stop flag again
+# s: the same for a thread with nothing to do while the physics thread works (the main thread where the physics
+# thread serves, the slow callbacks' executor), which the stop wakes at once. Each wake of an idle thread took
+# the GIL from the physics thread; during a frame or a step, which hold it, it waited, and every wait polled at
+# SWITCH_INTERVAL: at 10 wakes a second, 0.3-0.7 ms of CPU per 30 ms image env step for each of the two, and
+# the physics thread's share of handing the GIL over (doc/how-it-is-built.md, "Executor and threads").
+IDLE_WAIT = 2.0
 # s: how long a thread waiting for the GIL lets the running one go on (CPython's default: 5 ms). The
 # physics thread, running as fast as it can, holds the GIL but for moments (stepSimulation does not let
 # go of it, so a message still waits for the step in progress); with the default, every message the
@@ -128,6 +135,10 @@ class SimStack:
         if self.physics_serves:
             self.loop.serve_while_holding(self._serve_once, waker(self.world))
         self._serving = False
+        self._stopping = threading.Event()  # set by whatever ends serving: wakes the idle main thread
+        self.context.on_shutdown(self._stopping.set)
+        # ends the slow executor's wait of up to IDLE_WAIT at close (an executor's wake() does not: `waker`)
+        self._wake_slow = waker(next(n for n in self.nodes if n in slow)) if self.slow_executor else None
         self._threads: list[threading.Thread] = []
 
     def spin(self) -> None:
@@ -148,7 +159,7 @@ class SimStack:
                 previous, installed = signal.signal(signal.SIGINT, self._stop_at_ctrl_c), True
             if self.physics_serves:  # the physics thread serves; this one only waits for the end
                 while self._serving and self.context.ok() and self.loop.running:
-                    time.sleep(SPIN_PERIOD)
+                    self._stopping.wait(IDLE_WAIT)
             else:
                 self._serve(self.executor)
         except KeyboardInterrupt:
@@ -164,6 +175,7 @@ class SimStack:
         if not self._serving:
             raise KeyboardInterrupt
         self._serving = False
+        self._stopping.set()
 
     def start(self) -> "SimStack":
         """Serve on threads of our own (tests, benchmarks); `close` stops them."""
@@ -184,10 +196,12 @@ class SimStack:
 
     def _serve(self, executor) -> None:
         """spin_once in a loop rather than spin(): rclpy 7.1.6's EventsExecutor.spin() was seen not to
-        deliver, and the loop looks at the stop flag at least every SPIN_PERIOD."""
+        deliver, and the loop looks at the stop flag at least every SPIN_PERIOD (the slow callbacks':
+        IDLE_WAIT, and `close` ends their wait)."""
+        timeout = IDLE_WAIT if executor is self.slow_executor else SPIN_PERIOD
         while self._serving and self.context.ok():
             try:
-                executor.spin_once(timeout_sec=SPIN_PERIOD)
+                executor.spin_once(timeout_sec=timeout)
             except (ExternalShutdownException, ShutdownException):
                 return
             except _rclpy.RCLError:
@@ -200,18 +214,22 @@ class SimStack:
     def _serve_once(self, timeout: float) -> None:
         """The physics thread's turn at the short callbacks (lock-step): at most one, within `timeout`."""
         if not (self._serving and self.context.ok()):
+            self._stopping.set()  # (rclpy's SIGTERM handler shuts the context down in C, calling no on_shutdown)
             time.sleep(min(timeout, SPIN_PERIOD))  # shutting down: close() stops the loop
             return
         try:
             self.executor.spin_once(timeout_sec=timeout)
         except (ExternalShutdownException, ShutdownException):
-            pass
+            self._stopping.set()
         except Exception as exc:  # a broken callback must not stop the physics; Ctrl-C's race is no error
             if self._serving and self.context.ok():
                 self.world.get_logger().error(f"a callback failed on the physics thread: {exc!r}")
 
     def close(self) -> None:
         self._serving = False
+        self._stopping.set()
+        if self._wake_slow is not None and self.context.ok():
+            self._wake_slow()
         self.loop.stop()
         for thread in self._threads:
             thread.join(2.0)
@@ -272,7 +290,7 @@ def check_start_parameters(arm_options: dict) -> Node:
     return probe
 
 
-PARENT_POLL = 0.2  # s between two looks at the parent process
+PARENT_POLL = 0.2  # s between two looks at the parent process, where it cannot be waited for (wait_for_parent)
 
 
 def exit_with_parent(enabled: threading.Event) -> None:
@@ -283,8 +301,7 @@ def exit_with_parent(enabled: threading.Event) -> None:
     parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL)
+        wait_for_parent(parent)
         if enabled.is_set():
             os.kill(os.getpid(), signal.SIGTERM)
             try:  # the parent may have held the other end of stderr (launch does): then nobody reads it
@@ -294,6 +311,30 @@ def exit_with_parent(enabled: threading.Event) -> None:
 
     if parent != 1:
         threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def wait_for_parent(parent: int) -> None:
+    """Return once process `parent`, this one's parent when called, is gone. Where the kernel gives a
+    process's file descriptor (pidfd_open, Linux 5.3), the thread sleeps in poll until it becomes readable,
+    at the parent's exit, and never wakes before: a look every PARENT_POLL took the GIL from the physics
+    thread five times a second (IDLE_WAIT says what that cost). Elsewhere (a kernel or sandbox without it) it looks
+    every PARENT_POLL."""
+    try:
+        descriptor = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # no pidfd here; or the parent is gone already (the loop returns)
+        descriptor = None
+    if descriptor is not None:
+        try:
+            if os.getppid() == parent:  # still ours once opened: the descriptor is the parent's, not a reused pid's
+                waiting = select.poll()
+                waiting.register(descriptor, select.POLLIN)
+                while not waiting.poll():  # (a signal may end a poll early)
+                    pass
+            return
+        finally:
+            os.close(descriptor)
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
 
 
 START_WATCHDOG = "BINPICK_START_WATCHDOG"  # s; the variable that sets the bound on a start

@@ -1,0 +1,59 @@
+"""A sim's threads with nothing to do sleep until something is for them.
+
+A lock-step sim (a gym env's) has three threads that wait while its physics thread works: the main
+thread, the slow callbacks' executor and the parent watch. Each wake took the GIL from the physics
+thread, which holds it through a frame or a step, and the woken thread polled for it meanwhile: at 25
+wakes a second, about 1.2 ms of CPU per 30 ms image env step (bench.profile_ros's CPU table). They are
+counted here by the kernel's tally of each thread's voluntary context switches: a thread that polls
+every 0.1 s makes 10 a second; one that sleeps until it is woken makes none.
+"""
+import os
+import time
+from pathlib import Path
+
+from binpick_sim.nodes.clients.client import SimClient
+from binpick_sim.nodes.process.spawn import SimProcess
+from binpick_sim.nodes.process.stack import IDLE_WAIT
+
+TRACE = Path(__file__).resolve().parents[2] / "bench" / "trace"  # its sitecustomize names the threads
+WATCHED = 4.0  # s
+
+
+def switches(pid: int) -> dict[str, int]:
+    """Voluntary context switches so far of each of the process's threads, by name (the main thread as
+    `main`)."""
+    counts = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = "main" if task.name == str(pid) else (task / "comm").read_text().strip()
+            status = (task / "status").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        counts[name] = next(int(line.split()[1]) for line in status.splitlines()
+                            if line.startswith("voluntary_ctxt_switches"))
+    return counts
+
+
+def test_a_lockstep_sims_idle_threads_sleep_until_woken(ros_context, tmp_path):
+    environ = {**os.environ, "BINPICK_THREAD_NAMES": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))}
+    sim = SimProcess({"camera": False, "lockstep": True, "task": True, "simulation_interfaces": True},
+                     log=tmp_path / "sim.log", env=environ)
+    client = SimClient("probe", context=ros_context, topics={})
+    try:
+        assert client.call("world/reset", timeout=60, resend=5.0).success  # up and served
+        time.sleep(1.0)  # the reset's own callbacks done
+        before = switches(sim.process.pid)
+        time.sleep(WATCHED)
+        after = switches(sim.process.pid)
+    finally:
+        client.close()
+        code = sim.stop()
+    assert code == 0, (tmp_path / "sim.log").read_text()
+    woke = {name: after[name] - before[name] for name in ("main", "slow callbacks", "parent-watch")}
+    # main: once per IDLE_WAIT; slow callbacks: that, and the diagnostics timers of its nodes (1 Hz), each
+    # wake a switch or two (13 in 4 s seen; polling every 0.1 s made 50); the parent watch: never (pidfd),
+    # or every PARENT_POLL where the kernel has no pidfd_open
+    assert woke["main"] <= WATCHED / IDLE_WAIT + 2, woke
+    assert woke["slow callbacks"] <= 6 * WATCHED, woke
+    assert woke["parent-watch"] <= 1 or not hasattr(os, "pidfd_open"), woke
