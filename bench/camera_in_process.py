@@ -17,7 +17,7 @@ from binpick_sim.cell.heap import keep_frame_buffers
 from binpick_sim.cell.vision import camera as camera_module
 
 from .direct import direct_sim
-from .figures import Figure, machine
+from .figures import Figure, machine, median, per_round, timed_turn
 
 RENDERER_SIZES = [(64, 64), (160, 120), (320, 240), (640, 480), (1024, 768)]
 OBSERVATION = (64, 64)  # FrankaDelta-v0's image observation
@@ -98,26 +98,40 @@ def bare_image_step(renderer: str):
     return step, sim
 
 
-def raw_env_steps_per_second(renderer: str, steps: int = 15) -> float:
-    """Bare image steps (bare_image_step) per second."""
-    step, sim = bare_image_step(renderer)
+def image_env_figure(renderer: str) -> Figure:
+    """FrankaDelta-v0 direct with image observations beside its bare reference (bare_image_step), the two
+    taking turns in IMAGE_ROUNDS rounds of IMAGE_TURN steps (the ratio: the median of the rounds', min-max
+    beside it). The bare steps run in a helper process, each turn timed there: an egl env's world and a second
+    egl world cannot share a process (one EGL client each), and a tiny one is done the same way."""
+    import multiprocessing
+
+    from .gym import env_and_raw_rates  # here: bench.gym needs gymnasium, the renderer rows do not
+
+    spawn = multiprocessing.get_context("spawn")
+    ours, theirs = spawn.Pipe()
+    helper = spawn.Process(target=bare_turns, args=(renderer, theirs), daemon=True)
+    helper.start()
     try:
-        step()
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        return steps / (time.perf_counter() - start)
+        def raw_turn(turn: int) -> float:
+            ours.send(turn)
+            return ours.recv()
+        rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "direct", "image", None, IMAGE_ROUNDS, IMAGE_TURN,
+                                       raw_turn=raw_turn, renderer=renderer)
     finally:
-        sim.close()
+        ours.send(None)
+        helper.join(30)
+    return Figure("camera", f"FrankaDelta-v0 direct, image 64x64, {renderer}", median(rates), "steps/s", median(raw),
+                  "raw: 24 stepSimulation + one getCameraImage at 64x64, same view, in a helper process, taking turns",
+                  per_round(rates, raw))
 
 
-def image_env_figure(renderer: str, backend: str = "direct") -> Figure:
-    """FrankaDelta-v0's image observation on `backend`, beside its bare reference."""
-    from .gym import env_steps_per_second  # here: bench.gym needs gymnasium, the renderer rows do not
-
-    rate = env_steps_per_second("binpick_sim/FrankaDelta-v0", backend, "image", renderer=renderer)
-    return Figure("camera", f"FrankaDelta-v0 {backend}, image 64x64, {renderer}", rate, "steps/s",
-                  raw_env_steps_per_second(renderer), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view")
+def bare_turns(renderer: str, connection) -> None:
+    """A helper process's loop (image_env_figure): for each turn asked for on `connection`, as many bare image
+    steps, answering their rate; None ends it."""
+    step = timed_turn(bare_image_step(renderer)[0])  # (its sim goes with the process)
+    step(1)  # warm up
+    while (turn := connection.recv()) is not None:
+        connection.send(step(turn))
 
 
 # The own-reference and the ROS image env figures: rounds of env steps (a ratio each). Eleven: with five the

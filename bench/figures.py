@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import time
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 
 @dataclass
@@ -41,6 +43,16 @@ def per_round(values: list[float], references: list[float]) -> list[float]:
     if len(values) != len(references):
         raise ValueError(f"{len(values)} rounds against {len(references)}")
     return [v / r for v, r in zip(values, references)]
+
+
+def timed_turn(take: Callable[[], object]) -> Callable[[int], float]:
+    """A turn of `take()` calls, returning their rate (calls/s)."""
+    def run(turn: int) -> float:
+        start = time.perf_counter()
+        for _ in range(turn):
+            take()
+        return turn / (time.perf_counter() - start)
+    return run
 
 
 def median(samples) -> float:

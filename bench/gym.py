@@ -4,6 +4,7 @@ the median of the rounds', min-max beside it); and the scripted picker's success
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import gymnasium as gym
 from tqdm import tqdm
@@ -12,7 +13,7 @@ import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
 
 from .direct import direct_sim
-from .figures import Figure, median, per_round
+from .figures import Figure, median, per_round, timed_turn
 
 STEPS = {"state": 100, "image": 15}
 ROUNDS = 5  # turns of STEPS / ROUNDS env steps, each beside as many raw env steps
@@ -36,10 +37,12 @@ def raw_env_step(raw_world):
 
 
 def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_step, rounds: int = ROUNDS,
-                      turn: int | None = None, **options) -> tuple[list, list]:
+                      turn: int | None = None, raw_turn: Callable[[int], float] | None = None,
+                      **options) -> tuple[list, list]:
     """(env steps/s, raw env steps/s) of each of `rounds` rounds: a turn of the env's steps (`turn`, default
     STEPS / ROUNDS), then (with `raw_step`, a callable making one raw env step, e.g. raw_env_step) as many
-    raw steps. `options`: further env arguments, e.g. renderer="egl"."""
+    raw steps; or `raw_turn(turn)`, which makes them elsewhere (another process) and returns their rate.
+    `options`: further env arguments, e.g. renderer="egl"."""
     env = gym.make(env_id, backend=backend, observation=observation, **options)
     turn = turn or max(1, STEPS[observation] // ROUNDS)
     rates, raw = [], []
@@ -47,15 +50,14 @@ def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_step, rou
         env.reset(seed=0)
         env.action_space.seed(0)
         env.step(env.action_space.sample())  # warm up
-        turns = [(rates, lambda: env.step(env.action_space.sample()))]
+        turns = [(rates, timed_turn(lambda: env.step(env.action_space.sample())))]
         if raw_step is not None:
-            turns.append((raw, raw_step))
+            turns.append((raw, timed_turn(raw_step)))
+        if raw_turn is not None:
+            turns.append((raw, raw_turn))
         for _ in range(rounds):
-            for samples, take in turns:
-                start = time.perf_counter()
-                for _ in range(turn):
-                    take()
-                samples.append(turn / (time.perf_counter() - start))
+            for samples, run in turns:
+                samples.append(run(turn))
         return rates, raw
     finally:
         env.close()
