@@ -72,12 +72,14 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
     if cprofile:
         os.environ["BINPICK_TRACE_CPROFILE"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
+    os.environ["BINPICK_THREAD_NAMES"] = "1"  # the CPU table names the sim's threads (physics, slow callbacks, ...)
     options = {"renderer": renderer} if renderer else {}
     env = gym.make(env_id, backend="ros", observation=observation, **options,
                    **({"step_channel": True} if step_channel else {}))
     backend = env.unwrapped.backend  # the sim process starts here, with the variables above
     del os.environ["BINPICK_TRACE"]  # this process keeps its own marks
     os.environ.pop("BINPICK_TRACE_CPROFILE", None)
+    os.environ.pop("BINPICK_THREAD_NAMES")
     marks: list[tuple[str, float]] = []
     sender = backend.channel if step_channel else backend.requester
     send_name = "send" if step_channel else "publish"
