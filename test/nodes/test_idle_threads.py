@@ -34,10 +34,19 @@ def switches(pid: int) -> dict[str, int]:
     return counts
 
 
+def pidfd_works() -> bool:
+    """Whether this kernel gives process file descriptors (the parent watch's way to sleep)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
 def test_a_lockstep_sims_idle_threads_sleep_until_woken(ros_context, tmp_path):
     environ = {**os.environ, "BINPICK_THREAD_NAMES": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))}
-    sim = SimProcess({"camera": False, "lockstep": True, "task": True, "simulation_interfaces": True},
+    sim = SimProcess({"camera": False, "lockstep": True, "task": True},
                      log=tmp_path / "sim.log", env=environ)
     client = SimClient("probe", context=ros_context, topics={})
     try:
@@ -50,10 +59,11 @@ def test_a_lockstep_sims_idle_threads_sleep_until_woken(ros_context, tmp_path):
         client.close()
         code = sim.stop()
     assert code == 0, (tmp_path / "sim.log").read_text()
-    woke = {name: after[name] - before[name] for name in ("main", "slow callbacks", "parent-watch")}
-    # main: once per IDLE_WAIT; slow callbacks: that, and the diagnostics timers of its nodes (1 Hz), each
-    # wake a switch or two (13 in 4 s seen; polling every 0.1 s made 50); the parent watch: never (pidfd),
-    # or every PARENT_POLL where the kernel has no pidfd_open
+    woke = {name: after[name] - before[name] for name in ("main", "slow callbacks", "parent-watch") if name in after}
+    # main: once per IDLE_WAIT; the parent watch: never (pidfd), or every PARENT_POLL where the kernel gives
+    # no pidfd; slow callbacks (where its nodes are installed: control_msgs' actions, simulation_interfaces):
+    # IDLE_WAIT's and the diagnostics timers of its nodes (1 Hz), each wake a switch or two (13 in 4 s seen;
+    # polling every 0.1 s made 50)
     assert woke["main"] <= WATCHED / IDLE_WAIT + 2, woke
-    assert woke["slow callbacks"] <= 6 * WATCHED, woke
-    assert woke["parent-watch"] <= 1 or not hasattr(os, "pidfd_open"), woke
+    assert woke["parent-watch"] <= 1 or not pidfd_works(), woke
+    assert woke.get("slow callbacks", 0) <= 6 * WATCHED, woke
