@@ -21,7 +21,7 @@ from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
 
 from .camera_in_process import (IMAGE_ROUNDS, IMAGE_TURN, RENDERER_SIZES, bare_image_step, frames_per_second,
                                 image_env_figure, image_env_own_figure, raw_call, renderer_figures, renderers)
-from .figures import Figure, machine, median, per_round
+from .figures import Figure, machine, median, per_round, timed_turn
 from .direct import direct_sim
 from .session import sim_and_client
 
@@ -142,8 +142,8 @@ def ros_image_env_figures(renderer: str) -> list[Figure]:
     try:
         bare()  # warm up
         for channel in (False, True):
-            rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "ros", "image", bare, IMAGE_ROUNDS, IMAGE_TURN,
-                                           renderer=renderer, **({"step_channel": True} if channel else {}))
+            rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "ros", "image", timed_turn(bare), IMAGE_ROUNDS,
+                                           IMAGE_TURN, renderer=renderer, **({"step_channel": True} if channel else {}))
             figures.append(Figure("camera", f"FrankaDelta-v0 ros, image 64x64, {renderer}" + ", step_channel=True" * channel,
                                   median(rates), "steps/s", median(raw),
                                   "raw: 24 stepSimulation + one getCameraImage at 64x64, same view, taking turns",

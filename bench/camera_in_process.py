@@ -111,14 +111,16 @@ def image_env_figure(renderer: str) -> Figure:
     ours, theirs = spawn.Pipe()
     helper = spawn.Process(target=bare_turns, args=(renderer, theirs), daemon=True)
     helper.start()
+    theirs.close()  # the helper's now: should it die, recv below raises EOFError rather than waiting for good
     try:
         def raw_turn(turn: int) -> float:
             ours.send(turn)
             return ours.recv()
-        rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "direct", "image", None, IMAGE_ROUNDS, IMAGE_TURN,
-                                       raw_turn=raw_turn, renderer=renderer)
+        rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "direct", "image", raw_turn, IMAGE_ROUNDS,
+                                       IMAGE_TURN, renderer=renderer)
     finally:
-        ours.send(None)
+        if helper.is_alive():
+            ours.send(None)
         helper.join(30)
     return Figure("camera", f"FrankaDelta-v0 direct, image 64x64, {renderer}", median(rates), "steps/s", median(raw),
                   "raw: 24 stepSimulation + one getCameraImage at 64x64, same view, in a helper process, taking turns",

@@ -36,13 +36,12 @@ def raw_env_step(raw_world):
     return env_step
 
 
-def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_step, rounds: int = ROUNDS,
-                      turn: int | None = None, raw_turn: Callable[[int], float] | None = None,
-                      **options) -> tuple[list, list]:
+def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_turn: Callable[[int], float] | None,
+                      rounds: int = ROUNDS, turn: int | None = None, **options) -> tuple[list, list]:
     """(env steps/s, raw env steps/s) of each of `rounds` rounds: a turn of the env's steps (`turn`, default
-    STEPS / ROUNDS), then (with `raw_step`, a callable making one raw env step, e.g. raw_env_step) as many
-    raw steps; or `raw_turn(turn)`, which makes them elsewhere (another process) and returns their rate.
-    `options`: further env arguments, e.g. renderer="egl"."""
+    STEPS / ROUNDS), then (with `raw_turn`) as many raw steps: `raw_turn(turn)` makes them and returns their
+    rate, e.g. timed_turn(raw_env_step(...)) here, or a call to another process. `options`: further env
+    arguments, e.g. renderer="egl"."""
     env = gym.make(env_id, backend=backend, observation=observation, **options)
     turn = turn or max(1, STEPS[observation] // ROUNDS)
     rates, raw = [], []
@@ -51,8 +50,6 @@ def env_and_raw_rates(env_id: str, backend: str, observation: str, raw_step, rou
         env.action_space.seed(0)
         env.step(env.action_space.sample())  # warm up
         turns = [(rates, timed_turn(lambda: env.step(env.action_space.sample())))]
-        if raw_step is not None:
-            turns.append((raw, timed_turn(raw_step)))
         if raw_turn is not None:
             turns.append((raw, raw_turn))
         for _ in range(rounds):
@@ -118,7 +115,7 @@ def measure() -> list[Figure]:
     raw_world = direct_sim()  # the same scene, settled, the arm holding home
     try:
         for env_id, backend, observation in tqdm(combos, desc="gym envs", leave=False, disable=None):
-            rates, raw = env_and_raw_rates(env_id, backend, observation, raw_env_step(raw_world))
+            rates, raw = env_and_raw_rates(env_id, backend, observation, timed_turn(raw_env_step(raw_world)))
             name = f"{env_id.split('/')[1]} {backend}, {observation}"
             note = f"raw: {STEPS_PER_ACTION} stepSimulation calls, taking turns" + \
                 (f", camera {IMAGE_CAMERA.get(env_id, '640x480')}" if observation == "image" else "")

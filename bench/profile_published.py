@@ -36,9 +36,9 @@ from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
 from .camera_in_process import raw_call
 from .direct import direct_sim
 from .physics import process_cpu, stat_cpu
+from .profile_ros import named_threads
 from .session import sim_and_client
 
-TRACE = Path(__file__).resolve().parent / "trace"
 
 
 def thread_cpu(pid: int) -> dict[tuple[int, str], float]:
@@ -72,8 +72,7 @@ def published(renderer: str, width: int, height: int, seconds: float, threads: b
     (and, with `threads`, each thread's)."""
     topics = {"camera/image_raw": TOPICS["camera/image_raw"], "camera/depth/image_raw": TOPICS["camera/image_raw"]}
     if threads:  # inherited by the sim (and its worker) that sim_and_client starts
-        os.environ["BINPICK_THREAD_NAMES"] = "1"
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
+        os.environ.update(named_threads(os.environ))
     with sim_and_client({"realtime_factor": 1.0, "camera:rate": 240.0, "world:renderer": renderer,
                          "camera:render_workers": workers}, topics,
                         {"camera.width": width, "camera.height": height}, depth=FRAME_DEPTH) as (process, client):

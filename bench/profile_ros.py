@@ -33,6 +33,14 @@ import time
 from pathlib import Path
 
 TRACE = Path(__file__).resolve().parent / "trace"
+
+
+def named_threads(environ) -> dict[str, str]:
+    """A copy of `environ` for a process whose Python threads name themselves for the OS (`physics`, `slow
+    callbacks`, ...: in /proc/<pid>/task/*/comm and `top -H`): bench/trace on its PYTHONPATH and
+    BINPICK_THREAD_NAMES set."""
+    return {**environ, "BINPICK_THREAD_NAMES": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(TRACE), environ.get("PYTHONPATH")]))}
 STAGES = [  # (from mark, to mark, what happens in between)
     ("gym step", "request sent", "client: gym step to request (action checks, message built, publish)"),
     ("request sent", "taken", "request transport: DDS, sim wake-up, take (and the GIL)"),
@@ -71,8 +79,7 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
     os.environ["BINPICK_TRACE"] = str(trace)
     if cprofile:
         os.environ["BINPICK_TRACE_CPROFILE"] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))
-    os.environ["BINPICK_THREAD_NAMES"] = "1"  # the CPU table names the sim's threads (physics, slow callbacks, ...)
+    os.environ.update(named_threads(os.environ))  # the trace's marks, and the CPU table's thread names
     options = {"renderer": renderer} if renderer else {}
     env = gym.make(env_id, backend="ros", observation=observation, **options,
                    **({"step_channel": True} if step_channel else {}))

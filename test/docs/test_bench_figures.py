@@ -181,7 +181,8 @@ def test_profile_published_reads_each_thread_s_cpu_by_the_name_the_trace_gives_i
     """`bench.profile_published --threads`: a process started with bench/trace on its PYTHONPATH and
     BINPICK_THREAD_NAMES set names its Python threads for the OS, and thread_cpu / thread_rows book a busy
     one's CPU to that name; without the variable the thread keeps its process's name."""
-    from bench.profile_published import TRACE, thread_cpu, thread_rows
+    from bench.profile_published import thread_cpu, thread_rows
+    from bench.profile_ros import TRACE
 
     program = ("import threading, time\n"
                "done = threading.Event()\n"

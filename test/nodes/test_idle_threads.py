@@ -15,7 +15,8 @@ from binpick_sim.nodes.clients.client import SimClient
 from binpick_sim.nodes.process.spawn import SimProcess
 from binpick_sim.nodes.process.stack import IDLE_WAIT
 
-TRACE = Path(__file__).resolve().parents[2] / "bench" / "trace"  # its sitecustomize names the threads
+from bench.profile_ros import named_threads
+
 WATCHED = 4.0  # s
 
 
@@ -44,10 +45,8 @@ def pidfd_works() -> bool:
 
 
 def test_a_lockstep_sims_idle_threads_sleep_until_woken(ros_context, tmp_path):
-    environ = {**os.environ, "BINPICK_THREAD_NAMES": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(TRACE), os.environ.get("PYTHONPATH")]))}
-    sim = SimProcess({"camera": False, "lockstep": True, "task": True},
-                     log=tmp_path / "sim.log", env=environ)
+    sim = SimProcess({"camera": False, "lockstep": True, "task": True}, log=tmp_path / "sim.log",
+                     env=named_threads(os.environ))
     client = SimClient("probe", context=ros_context, topics={})
     try:
         assert client.call("world/reset", timeout=60, resend=5.0).success  # up and served

@@ -174,8 +174,7 @@ class SimStack:
         the stack stops, interrupts that as Ctrl-C always did."""
         if not self._serving:
             raise KeyboardInterrupt
-        self._serving = False
-        self._stopping.set()
+        self._stop_serving()
 
     def start(self) -> "SimStack":
         """Serve on threads of our own (tests, benchmarks); `close` stops them."""
@@ -225,9 +224,13 @@ class SimStack:
             if self._serving and self.context.ok():
                 self.world.get_logger().error(f"a callback failed on the physics thread: {exc!r}")
 
-    def close(self) -> None:
+    def _stop_serving(self) -> None:
+        """The loops end at their next look; the idle main thread looks at once."""
         self._serving = False
         self._stopping.set()
+
+    def close(self) -> None:
+        self._stop_serving()
         if self._wake_slow is not None and self.context.ok():
             self._wake_slow()
         self.loop.stop()
@@ -328,8 +331,7 @@ def wait_for_parent(parent: int) -> None:
             if os.getppid() == parent:  # still ours once opened: the descriptor is the parent's, not a reused pid's
                 waiting = select.poll()
                 waiting.register(descriptor, select.POLLIN)
-                while not waiting.poll():  # (a signal may end a poll early)
-                    pass
+                waiting.poll()  # no timeout: returns at the parent's exit (a signal's EINTR is retried, PEP 475)
             return
         finally:
             os.close(descriptor)
