@@ -87,15 +87,24 @@ def bare_image_step(renderer: str):
     """FrankaDelta-v0's image step done bare: (a callable making one block of steps_per_action stepSimulation
     and one getCameraImage of its observation camera (the default camera's view at 64 x 64), same scene;
     the sim it runs on, for the caller to close)."""
-    width, height = OBSERVATION
-    sim = direct_sim(width=width, height=height, aspect=640 / 480, renderer=renderer)
-    c, block, render = sim.world.client, sim.config.task.steps_per_action, raw_call(sim, False)
+    steps, render, sim = bare_image_parts(renderer)
 
     def step():
-        for _ in range(block):
-            c.stepSimulation()
+        steps()
         render()
     return step, sim
+
+
+def bare_image_parts(renderer: str):
+    """bare_image_step's two parts: (the block of stepSimulation, the getCameraImage, the sim they run on)."""
+    width, height = OBSERVATION
+    sim = direct_sim(width=width, height=height, aspect=640 / 480, renderer=renderer)
+    c, block = sim.world.client, sim.config.task.steps_per_action
+
+    def steps():
+        for _ in range(block):
+            c.stepSimulation()
+    return steps, raw_call(sim, False), sim
 
 
 def image_env_figure(renderer: str) -> Figure:

@@ -21,6 +21,16 @@ request's three doubles sent and the JSON of its id read back by the env's own s
 (binpick_sim/nodes/common/step_channel.py), between two Python processes with the same GIL switch
 interval. It is the floor of the ROS backend's
 step channel (`step_channel=True`): what one exchange per step costs two Python processes.
+
+`Echo(bare=renderer)` (`python -m bench.echo <namespace> --bare tiny`) is the floor of an image env step over
+ROS (issue 30): the bare image step (bench/camera_in_process.py: steps_per_action stepSimulation, then one
+getCameraImage at the observation's size) served over rclpy with nothing of the package's nodes. The server
+steps, replies, draws, and publishes the frame's rgb and depth as an rgb8 and a 32FC1 Image on the camera's
+topics (built by binpick_sim/nodes/common/convert.py, as the camera node's, stamped with the request's id);
+the client waits for the reply and both images and turns them into arrays with cv_bridge, as
+`RosBackend._exchange` does. Beside the busy loop of `work`, the real step matters: after 14 ms of drawing
+with TinyRenderer the caches hold its data, not Python's or DDS's, and the exchange's share grows (0.4 ms
+around a busy loop of the same length, 0.9 ms around the real step, 2026-11-27 on 2 cores).
 """
 from __future__ import annotations
 
@@ -36,14 +46,16 @@ from pathlib import Path
 
 from std_msgs.msg import Float64MultiArray, String
 
-from binpick_sim.nodes.common import step_channel
+from binpick_sim.nodes.common import convert, step_channel
 
 STEP_TOPIC, OBSERVATION_TOPIC = "task/step", "task/observation"  # as binpick_sim.nodes.servers.task_node
+IMAGE_TOPICS = ("camera/image_raw", "camera/depth/image_raw")  # as the camera node's, which the ROS backend reads
 SWITCH_INTERVAL = 0.0001  # as binpick_sim.nodes.process.stack sets it in the sim process
 TIMEOUT = 60.0
 
 
-def serve(namespace: str) -> None:
+def serve(namespace: str, bare: str | None = None) -> None:
+    """`bare`: a renderer; each request is then answered by the bare image step and its frame (Echo(bare=))."""
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from rclpy.experimental import EventsExecutor
@@ -55,10 +67,16 @@ def serve(namespace: str) -> None:
     rclpy.init()
     node = rclpy.create_node("echo", namespace=namespace)
     reply = node.create_publisher(String, OBSERVATION_TOPIC, 10)
+    frames = BareFrames(node, bare) if bare else None
 
     def on_request(msg: Float64MultiArray) -> None:
-        work(msg.data[2])
+        if frames is None:
+            work(msg.data[2])
+        else:
+            frames.steps()
         reply.publish(String(data=json.dumps({"request": msg.data[0]})))
+        if frames is not None:
+            frames.publish(msg.data[0])
 
     node.create_subscription(Float64MultiArray, STEP_TOPIC, on_request, 10)
     executor = EventsExecutor()
@@ -72,6 +90,27 @@ def serve(namespace: str) -> None:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+class BareFrames:
+    """The bare image step served over rclpy (Echo(bare=)): `steps()` before the reply, `publish(seconds)`
+    after it, which draws the frame and publishes its rgb and depth stamped `seconds` on the camera node's
+    topics, with its history."""
+
+    def __init__(self, node, renderer: str):
+        from sensor_msgs.msg import Image
+
+        from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
+
+        from .camera_in_process import bare_image_parts
+
+        self.steps, self.render, _ = bare_image_parts(renderer)
+        self.rgb, self.depth = (node.create_publisher(Image, topic, FRAME_DEPTH) for topic in IMAGE_TOPICS)
+
+    def publish(self, seconds: float) -> None:
+        _, _, rgba, buffer, _ = self.render()  # the depth buffer as it comes: turning it to metres is the camera's
+        self.rgb.publish(convert.rgb_image(seconds, rgba[:, :, :3]))
+        self.depth.publish(convert.depth_image(seconds, buffer))
 
 
 def serve_socket(fd: int) -> None:
@@ -129,26 +168,30 @@ class Echo:
 
     _count = itertools.count()
 
-    def __init__(self):
+    def __init__(self, bare: str | None = None):
+        """`bare`: a renderer: the server answers with the bare image step and its frame (the module says)."""
         import rclpy
         from rclpy.context import Context
         from rclpy.experimental import EventsExecutor
 
-        from binpick_sim.nodes.clients.client import SimClient
+        from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
         self.namespace = f"/binpick_echo_{os.getpid()}_{next(self._count)}"
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", self.namespace],
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", self.namespace,
+                                         *(["--bare", bare] if bare else [])],
                                         cwd=Path(__file__).resolve().parent.parent,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.images = IMAGE_TOPICS if bare else ()
         self.context = Context()
         rclpy.init(context=self.context)
         self.client = SimClient("echo_client", namespace=self.namespace, context=self.context,
-                                topics={OBSERVATION_TOPIC: String}, executor=EventsExecutor)
+                                topics={OBSERVATION_TOPIC: String, **{topic: TOPICS[topic] for topic in self.images}},
+                                executor=EventsExecutor)
         self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
         self.request, self.request_msg = 0, Float64MultiArray()
         self._parsed: tuple = (None, 0.0)
         self.client.spin_until(lambda: self.requester.get_subscription_count() > 0 and
-                               self.client.subscriptions[OBSERVATION_TOPIC].get_publisher_count() > 0,
+                               all(s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
                                TIMEOUT, "the echo process")
         deadline = time.monotonic() + TIMEOUT
         while True:  # the first exchange may race discovery: ask again until one comes back
@@ -166,6 +209,10 @@ class Echo:
         self.request_msg.data = array.array("d", [request, 0, work])  # refilled, as RosBackend does
         self.requester.publish(self.request_msg)
         self.client.spin_until(lambda: self._reply() >= request, timeout, "the echo")
+        if self.images:  # (Echo(bare=)) both frames, as arrays
+            for topic in self.images:
+                self.client.wait_for_stamp(topic, request, timeout=timeout)
+            self.client.rgb(), self.client.depth()
 
     def _reply(self) -> float:
         msg = self.client.latest.get(OBSERVATION_TOPIC)
@@ -192,4 +239,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--socket":
         serve_socket(int(sys.argv[2]))
     else:
-        serve(sys.argv[1])
+        serve(sys.argv[1], sys.argv[3] if sys.argv[2:3] == ["--bare"] else None)

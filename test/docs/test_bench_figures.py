@@ -81,6 +81,26 @@ def test_the_socket_echo_answers_each_request_from_another_process():
     assert echo.process.returncode == 0  # it ended when the socket closed
 
 
+def test_the_image_echo_serves_the_bare_steps_frames_over_rclpy():
+    """The image env's floor is a real exchange: another process steps, draws and publishes both frames of each
+    request, stamped with its id, and the exchange returns only once both are in hand as arrays."""
+    from bench.echo import IMAGE_TOPICS, Echo
+
+    echo = Echo(bare="tiny")
+    try:
+        for _ in range(3):
+            echo.exchange(timeout=30.0)
+        client = echo.client
+        assert [client.stamp(topic) for topic in IMAGE_TOPICS] == [echo.request] * 2
+        rgb, depth = client.rgb(), client.depth()
+        assert rgb.shape == (64, 64, 3) and depth.shape == (64, 64)
+        assert len({tuple(pixel) for pixel in rgb.reshape(-1, 3).tolist()}) > 10  # a drawn scene, not one colour
+        assert 0.0 < depth.min() and depth.max() <= 1.0  # the depth buffer as it comes (not metres)
+    finally:
+        echo.close()
+    assert echo.process.returncode is not None
+
+
 def test_like_for_like_rounds_are_the_steps_between_two_marks():
     from bench.like_for_like import Timed
 
