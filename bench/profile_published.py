@@ -26,7 +26,6 @@ import glob
 import os
 import statistics
 import time
-from pathlib import Path
 
 from diagnostic_msgs.msg import DiagnosticArray
 
@@ -35,24 +34,10 @@ from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
 
 from .camera_in_process import raw_call
 from .direct import direct_sim
-from .physics import process_cpu, stat_cpu
-from .profile_ros import named_threads
+from .physics import process_cpu
+from .profile_ros import named_threads, thread_cpu
 from .session import sim_and_client
 
-
-
-def thread_cpu(pid: int) -> dict[tuple[int, str], float]:
-    """CPU seconds (user + system) of each thread of `pid` alive now, by (thread id, name)."""
-    threads = {}
-    for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
-        try:
-            text = Path(stat).read_text()
-        except OSError:  # the thread ended meanwhile
-            continue
-        name = text[text.index("(") + 1:text.rindex(")")]
-        tid = int(stat.split("/")[-2])
-        threads[(tid, f"{name} (main)" if tid == pid else name)] = stat_cpu(text)
-    return threads
 
 
 def thread_rows(before: dict, after: dict, seconds: float, frames: int, least: float = 0.01) -> list[tuple]:

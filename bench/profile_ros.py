@@ -53,18 +53,21 @@ STAGES = [  # (from mark, to mark, what happens in between)
 ]
 
 
-def thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) of each thread of a process, by 'tid name'."""
+def thread_cpu(pid: int) -> dict[tuple[int, str], float]:
+    """CPU seconds (user + system) of each thread of `pid` alive now, by (thread id, name), the process's
+    first thread named with " (main)" after it. (bench.physics.stat_cpu reads the same fields: this script
+    imports nothing of its checkout's, see the module.)"""
     ticks = os.sysconf("SC_CLK_TCK")
-    cpu = {}
-    for task in glob.glob(f"/proc/{pid}/task/*"):
+    threads = {}
+    for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
         try:
-            name = Path(task, "comm").read_text().strip()
-            fields = Path(task, "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            text = Path(stat).read_text()
+        except OSError:  # the thread ended meanwhile
             continue
-        cpu[f"{Path(task).name} {name}"] = (int(fields[11]) + int(fields[12])) / ticks
-    return cpu
+        name, fields = text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()
+        tid = int(stat.split("/")[-2])
+        threads[(tid, f"{name} (main)" if tid == pid else name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return threads
 
 
 def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool = False, top: int = 25,
@@ -135,7 +138,7 @@ def profile(steps: int, env_id: str, observation: str = "state", cprofile: bool 
         for thread in sorted(after, key=lambda t: before.get(t, 0.0) - after[t]):
             used = (after[thread] - before.get(thread, 0.0)) / steps
             if used >= 0.005e-3:
-                lines.append(f"  {1000 * used:6.3f} ms  {process} thread {thread.split(' ', 1)[1]}")
+                lines.append(f"  {1000 * used:6.3f} ms  {process} thread {thread[1]}")
     if cprofile:
         lines += ["", physics_thread_profile(trace, top)]
     return "\n".join(lines)

@@ -61,8 +61,8 @@ def test_a_lockstep_sims_idle_threads_sleep_until_woken(ros_context, tmp_path):
     woke = {name: after[name] - before[name] for name in ("main", "slow callbacks", "parent-watch") if name in after}
     # main: once per IDLE_WAIT; the parent watch: never (pidfd), or every PARENT_POLL where the kernel gives
     # no pidfd; slow callbacks (where its nodes are installed: control_msgs' actions, simulation_interfaces):
-    # IDLE_WAIT's and the diagnostics timers of its nodes (1 Hz), each wake a switch or two (13 in 4 s seen;
-    # polling every 0.1 s made 50)
+    # IDLE_WAIT's and the diagnostics timers of its nodes (1 Hz), each wake a switch or two (7-13 in 4 s as a
+    # rule, up to 26 in 15 runs beside other tests; polling every 0.1 s made 50: 40 of them the polling's)
     assert woke["main"] <= WATCHED / IDLE_WAIT + 2, woke
     assert woke["parent-watch"] <= 1 or not pidfd_works(), woke
-    assert woke.get("slow callbacks", 0) <= 6 * WATCHED, woke
+    assert woke.get("slow callbacks", 0) <= 8 * WATCHED, woke
