@@ -39,7 +39,6 @@ from .profile_ros import named_threads, thread_cpu
 from .session import sim_and_client
 
 
-
 def thread_rows(before: dict, after: dict, seconds: float, frames: int, least: float = 0.01) -> list[tuple]:
     """(thread name, cores, ms of CPU a frame) of the threads that used at least `least` cores, busiest first."""
     rows = [(name, (cpu - before.get((tid, name), 0.0)) / seconds) for (tid, name), cpu in after.items()]
