@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -47,7 +47,10 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 class ForkedAfterRos(RuntimeError):
     """A ROS backend asked for in a process forked from one that had started ROS."""
+
+
 SEGMENTATION_TOPIC = "camera/segmentation/image_raw"
+T = TypeVar("T")
 UNTIL_REACHED = "_until_reached"  # a command's suffix in task/step's codes (task_node.STEP_COMMANDS)
 TIMEOUT = 120.0  # s to wait for the ROS backend's process to come up or for one step
 RETRY = 2.0  # s after which the ROS backend asks again for a reset's first observation
@@ -181,8 +184,9 @@ class RosBackend:
         refused, and a plain state or image env pays nothing for it. `segmentation`: also wait for the
         camera's segmentation image of each step (the camera node renders it only while it is watched).
         `step_channel`: exchange each step with the sim process over a socket pair of their own instead of
-        task/step and task/observation (nodes/common/step_channel.py: faster; the step exchange is then
-        not on a topic). ForkedAfterRos in a process forked
+        task/step and task/observation, and take its frames there too (nodes/common/step_channel.py: faster;
+        the step exchange and the env's frames are then not on a topic, though the camera still publishes
+        to anybody else who watches). ForkedAfterRos in a process forked
         after its parent started ROS (it would hang)."""
         global _ros_started_in
         if _forked_from_ros is not None:
@@ -215,19 +219,23 @@ class RosBackend:
         if images and (profile := frame_profile(Path(self.folder.name), frame, environ)) is not None:
             environ[PROFILE_VARIABLE] = str(profile)
         self.channel, theirs = channels.pair() if step_channel else (None, None)
+        if theirs is not None:
+            environ[channels.VARIABLE] = str(theirs)
+            if images:
+                environ[channels.FRAMES_VARIABLE] = "rgbd+segmentation" if self.segmentation else "rgbd"
         try:
             self.process = SimProcess({"config": scene, "lockstep": True, "task": True, "camera": images, "gui": gui,
                                        "arm:velocity_timeout": 0.0, **(sim_parameters or {})},
                                       log=Path(self.folder.name) / "sim.log", namespace=self.namespace,
-                                      env=environ if theirs is None else {**environ, channels.VARIABLE: str(theirs)},
+                                      env=environ,
                                       pass_fds=() if theirs is None else (theirs,))
         finally:
             if theirs is not None:
                 os.close(theirs)  # the child's now
         topics = {} if step_channel else {OBSERVATION_TOPIC: String}
-        if images:
+        if images and not step_channel:
             topics.update({t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw")})
-        if self.segmentation:
+        if self.segmentation and not step_channel:
             from sensor_msgs.msg import Image
 
             topics[SEGMENTATION_TOPIC] = Image
@@ -295,7 +303,8 @@ class RosBackend:
         data = array.array("d", [request, self.codes[command], steps, *map(float, values)])
         waited_for = f"the observation after {steps} steps"
         if self.channel is not None:
-            reply = self._channel_exchange(data, request, timeout, waited_for)
+            self._on_channel(lambda: self.channel.send(data))
+            reply = self._channel_receive(lambda m: m.get("request", -1) >= request, timeout, waited_for)
         else:
             self.request_msg.data = data
             self.requester.publish(self.request_msg)
@@ -304,33 +313,45 @@ class RosBackend:
         if not reply["taken"]:
             raise ValueError(f"the arm node rejected the {command} command {list(values)} (see its log)")
         stamp = reply["stamp"]
-        if self.images:
-            for topic in ("camera/image_raw", "camera/depth/image_raw") + (SEGMENTATION_TOPIC,) * self.segmentation:
-                self.client.wait_for_stamp(topic, stamp, timeout=timeout)
+        frame = self._frame(stamp, timeout) if self.images else {}
         status = {k: v for k, v in reply.items() if k not in OBSERVED}
         return Observation(np.array(reply["joint_positions"]), np.array(reply["joint_velocities"]),
                            np.array(reply["ee_position"]), np.array(reply["ee_orientation"]), status, stamp,
-                           rgb=self.client.rgb() if self.images else None,
-                           depth=self.client.depth() if self.images else None,
-                           segmentation=self._segmentation() if self.segmentation else None,
+                           rgb=frame.get("rgb"), depth=frame.get("depth"), segmentation=frame.get("segmentation"),
                            objects=([self._object(*o) for o in reply["objects"]] if "objects" in reply
                                     else self._objects_later(request)),
                            privileged=reply["privileged"] if "privileged" in reply else _not_asked)
 
-    def _channel_exchange(self, values: array.array, request: int, timeout: float, waited_for: str) -> dict:
-        """The request on the step channel, and its reply (replies to earlier requests, whose wait timed
-        out, are passed over); SimProcessDied within a POLL if the sim process dies meanwhile."""
-        try:
-            self.channel.send(values)
+    def _frame(self, stamp: float, timeout: float) -> dict[str, np.ndarray]:
+        """The camera's frame of the state at `stamp` (rgb, depth and, if asked, segmentation): from the step
+        channel, or the camera's topics."""
+        if self.channel is not None:
+            return self._channel_receive(lambda m: m.get("frame", -1.0) >= stamp - 1e-9, timeout,
+                                         f"the camera's frame stamped {stamp:.3f} s")["arrays"]
+        for topic in ("camera/image_raw", "camera/depth/image_raw") + (SEGMENTATION_TOPIC,) * self.segmentation:
+            self.client.wait_for_stamp(topic, stamp, timeout=timeout)
+        return {"rgb": self.client.rgb(), "depth": self.client.depth(),
+                **({"segmentation": self._segmentation()} if self.segmentation else {})}
+
+    def _channel_receive(self, wanted: Callable[[dict], bool], timeout: float, waited_for: str) -> dict:
+        """The step channel's next message that is `wanted` (replies and frames of earlier requests, whose wait
+        timed out, are passed over); SimProcessDied within a POLL if the sim process dies meanwhile."""
+        def receive() -> dict:
             deadline = time.monotonic() + timeout
             while True:
                 while not self.channel.ready(min(POLL, max(deadline - time.monotonic(), 0.0))):
                     self.process.check_alive()
                     if time.monotonic() >= deadline:
                         raise TimeoutError(f"waited {timeout:.0f} s for {waited_for}")
-                reply = self.channel.receive()
-                if reply["request"] >= request:
-                    return reply
+                if wanted(message := self.channel.receive()):
+                    return message
+        return self._on_channel(receive)
+
+    def _on_channel(self, exchange: Callable[[], T]) -> T:
+        """`exchange` with the step channel; its end (EOFError, OSError) is the sim's: SimProcessDied if the
+        process has died, else a RuntimeError."""
+        try:
+            return exchange()
         except (EOFError, OSError):  # the sim closed its end: it is ending (or has ended)
             try:
                 self.process.process.wait(POLL)

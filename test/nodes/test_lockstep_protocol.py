@@ -1,5 +1,6 @@
 """task/step -> task/observation, the lock-step protocol of the gym envs' ROS backend: one request,
 one reply, the command through the arm node's checks, bad requests refused and counted."""
+import contextlib
 import json
 
 import numpy as np
@@ -142,13 +143,24 @@ def test_a_reply_shapes_each_object_as_it_is_now_also_after_a_delete_and_a_spawn
 @pytest.fixture
 def channel_stack(ros_context, monkeypatch):
     """A lock-step stack serving a step channel whose other end is this test's: (stack, client, channel)."""
+    with serving_channel(ros_context, monkeypatch) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def serving_channel(ros_context, monkeypatch, frames: str | None = None):
+    """channel_stack's stack; with `frames` (step_channel.FRAMES), a camera of 64 x 48 whose frames the
+    channel carries, as an image env's RosBackend(step_channel=True) asks."""
     from binpick_sim.nodes.clients.client import SimClient
     from binpick_sim.nodes.common import step_channel
     from binpick_sim.nodes.process.stack import SimStack
 
     ours, theirs = step_channel.pair()
     monkeypatch.setenv(step_channel.VARIABLE, str(theirs))  # as RosBackend(step_channel=True) starts its sim
-    overrides = {"world": parameters(lockstep=True, task=True, camera=False)}
+    if frames is not None:
+        monkeypatch.setenv(step_channel.FRAMES_VARIABLE, frames)
+    overrides = {"world": parameters(lockstep=True, task=True, camera=frames is not None),
+                 "camera": parameters(width=64, height=48)}
     try:
         with SimStack(ros_context, overrides) as stack:
             client = SimClient("channel_test", context=ros_context, topics={})
@@ -214,6 +226,52 @@ def test_a_frame_longer_than_any_request_closes_the_channel_and_the_sim_serves_o
     with pytest.raises((EOFError, ConnectionResetError)):  # (reset: the frame's bytes were left unread)
         channel.receive()  # closed by the sim: a frame that long is no env's
     assert client.call("world/reset", timeout=10).success  # the rest of the sim goes on
+
+
+@pytest.mark.parametrize("frames", ["rgbd", "rgbd+segmentation"])
+def test_an_image_envs_channel_carries_each_steps_frame_after_its_reply(ros_context, monkeypatch, frames):
+    """Asked for (FRAMES_VARIABLE, as an image env's ROS backend asks), each reply on the channel is followed by
+    the camera's frame of the same state, though no topic of the camera is watched: stamped as the reply, the
+    parts asked for, in the camera's size and dtypes, the same pixels as the camera's own render of that
+    state (the labels as the segmentation topic's); then nothing more until the next request."""
+    from binpick_sim.cell.vision.labels import label_image
+    from binpick_sim.nodes.common import step_channel
+
+    with serving_channel(ros_context, monkeypatch, frames) as (stack, client, channel):
+        camera, segmented = stack.sim.camera, frames.endswith("segmentation")
+        target = np.array(channel_exchange(channel, [1, 0, 0])["joint_positions"])
+        assert channel.ready(30) and "frame" in channel.receive()
+        target[0] += 0.3
+        for request, command, steps in ((2, [0], 0), (3, [1, *target], 48), (4, [0], 24)):
+            reply = channel_exchange(channel, [request, command[0], steps, *command[1:]])
+            assert reply["request"] == request and reply["taken"]
+            assert channel.ready(30), f"no frame after the reply to request {request}"
+            frame = channel.receive()
+            assert frame["frame"] == reply["stamp"] and "request" not in frame
+            arrays = frame["arrays"]
+            assert list(arrays) == list(step_channel.FRAMES[frames])
+            own = stack.loop.run(lambda: camera.render(segmentation=segmented), timeout=10)
+            assert arrays["rgb"].shape == (48, 64, 3) and arrays["rgb"].dtype == np.uint8
+            assert arrays["depth"].dtype == np.float32 and arrays["rgb"].flags.writeable
+            np.testing.assert_array_equal(arrays["rgb"], own.rgb)
+            np.testing.assert_array_equal(arrays["depth"], own.depth)
+            if segmented:
+                labels = label_image(stack.sim, own.segmentation)
+                assert arrays["segmentation"].dtype == np.int32 and len(np.unique(labels)) > 2
+                np.testing.assert_array_equal(arrays["segmentation"], labels)
+            assert not channel.ready(0.2)  # one frame per reply
+        assert len(np.unique(arrays["rgb"].reshape(-1, 3), axis=0)) > 10  # drawn, not blank
+
+
+def test_a_frames_variable_out_of_the_known_ones_is_refused_naming_them():
+    from binpick_sim.nodes.common import step_channel
+
+    for value in ("", "rgb", "rgbd+segmentation+points", "RGBD"):
+        environ = {step_channel.FRAMES_VARIABLE: value}
+        with pytest.raises(ValueError, match="is not one of rgbd, rgbd\\+segmentation"):
+            step_channel.frames_wanted(environ)
+        assert environ == {}
+    assert step_channel.frames_wanted({}) == ()
 
 
 def test_a_step_channel_variable_that_names_no_socket_is_refused_naming_it(tmp_path):

@@ -87,6 +87,7 @@ class SimStack:
             return {"context": context, "parameter_overrides": parameters.get(name, [])}
 
         channel = step_channel.inherited()  # a gym env's step channel (its ValueError before anything is built)
+        frames = step_channel.frames_wanted()  # and the camera's frame parts it takes there
         probe = check_start_parameters(options("arm"))  # before seconds of world building
         try:
             self.world = WorldNode(**options("world"))
@@ -128,6 +129,9 @@ class SimStack:
         if channel is not None and self.task is not None and self.loop.lockstep:
             self.channel = step_channel.Server(channel, self.task.on_channel_step, self.task.get_logger().warning)
             self.loop.serve_while_holding(self.channel.serve, self.channel.wake)
+            camera = next((n for n in self.nodes if isinstance(n, CameraNode) and not n.name), None)
+            if frames and camera is not None:
+                camera.frames_to(self.channel.frame, frames)
         elif channel is not None:
             channel.close()  # no lock-step task node to serve it: the env's first step sees the end
         self.physics_serves = self.loop.lockstep and not self.world.robot_interface and \

@@ -62,6 +62,7 @@ class CameraNode(Node):
         self.frame_age = 0.0  # sim seconds the physics went on while the last frame was rendered
         renderer = sim.world.renderer.describe()
         self.frame_thread: FrameThread | None = None
+        self.channel: tuple | None = None  # (send, parts): a gym env's step channel (`frames_to`)
         self._info: tuple | None = None  # (size, K and frame, the CameraInfo): see `publish`
         self._info_lock = threading.Lock()
         self._timings: deque = deque(maxlen=TIMED)  # (draw, work) seconds of the latest worker frames
@@ -206,8 +207,14 @@ class CameraNode(Node):
         return (self.rgb_publisher, self.rgb_info_publisher, self.depth_publisher, self.depth_info_publisher,
                 self.points_publisher, self.segmentation_publisher)
 
+    def frames_to(self, send, parts: tuple[str, ...]) -> None:
+        """Lock-step: hand each frame's `parts` (rgb, depth and maybe segmentation) to `send(stamp, {name:
+        array})` too, before the topics get theirs: a gym env's step channel (common/step_channel.py), for
+        which the camera renders every step (with the mask if asked) whoever watches its topics."""
+        self.channel = (send, parts)
+
     def watched(self) -> bool:
-        return any(p.get_subscription_count() > 0 for p in self._frame_publishers())
+        return self.channel is not None or any(p.get_subscription_count() > 0 for p in self._frame_publishers())
 
     @property
     def worker(self) -> RenderWorkers | None:
@@ -259,6 +266,10 @@ class CameraNode(Node):
         segmentation = self.wants_segmentation()
         frame = self.camera.render(segmentation=segmentation)
         labels = label_image(self.sim, frame.segmentation) if segmentation else None
+        if self.channel is not None:
+            send, parts = self.channel
+            arrays = {"rgb": frame.rgb, "depth": frame.depth, "segmentation": labels}
+            send(frame.stamp, {name: arrays[name] for name in parts})
         self.publish(frame.stamp, frame.rgb, frame.depth, labels, self.camera.intrinsics())
 
     def _start_worker(self) -> RenderWorkers:
@@ -278,7 +289,8 @@ class CameraNode(Node):
         self._renew = True
 
     def wants_segmentation(self) -> bool:
-        return self.segmentation_publisher.get_subscription_count() > 0
+        return (self.channel is not None and "segmentation" in self.channel[1]) or \
+            self.segmentation_publisher.get_subscription_count() > 0
 
     def wants_points(self) -> bool:
         return self.points_publisher.get_subscription_count() > 0
