@@ -245,7 +245,7 @@ class RosBackend:
             rclpy.init(context=self.context)
             self.client = SimClient("gym_env", namespace=self.namespace, context=self.context, topics=topics,
                                     executor=EventsExecutor)
-        self.client.watchdog = self.process.check_alive
+        self.client.watchdog = self._watch
         self.observation_topic = OBSERVATION_TOPIC
         self.requester = self.client.node.create_publisher(Float64MultiArray, STEP_TOPIC, 10)
         # One request message, refilled for every step (publish serializes it at once): a new one per step
@@ -359,6 +359,19 @@ class RosBackend:
                 pass
             self.process.check_alive()
             raise RuntimeError(f"the sim process in {self.namespace} closed the step channel") from None
+
+    def _watch(self) -> None:
+        """Each pass of a wait on ROS (a service, parameters, a topic): SimProcessDied if the sim has died, and the
+        step channel drained, as nothing on it is awaited then: what it holds is the reply and frame of a step
+        whose wait ended (a timeout). A frame larger than the socket holds (2 MB at 640 x 480) keeps the sim's
+        physics thread in its send until it is read, and a reset, or a camera change, waits on that thread."""
+        self.process.check_alive()
+        if self.channel is not None:
+            self._on_channel(self._drop_unread)
+
+    def _drop_unread(self) -> None:
+        while self.channel.ready(0):
+            self.channel.receive()
 
     def _objects_later(self, request: int) -> Callable[[], list[ObjectView]]:
         """The objects of the observation that answered `request`, which came without them: the task node

@@ -73,7 +73,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`, `step_channel`: the ROS backend's (RosBackend; `step_channel=True`
-        exchanges each step over a socket pair with the sim process instead of two topics: faster).
+        exchanges each step, and an image env's frames, over a socket pair with the sim process instead of
+        topics: faster).
         `reward_type`: "sparse", the task's reward, or "dense", that plus `privileged.shaping` toward the
         nearest object and the grab's height (doc/gym.md "Learning"). `camera_preset`: "pick_bin", the
         camera aimed at the pick bin for learning from pixels (envs/cameras.py; `camera_size` still sets its

@@ -336,6 +336,29 @@ def test_a_dead_sim_is_reported_at_once_with_its_exit_status_and_log(step_channe
         env.close()
 
 
+def test_a_frame_left_unread_on_the_step_channel_does_not_hold_the_sim_at_the_next_reset():
+    """A step whose wait ended (a timeout) leaves its reply and its frame on the step channel. A 640 x 480
+    frame (2 MB) is more than the socket holds, so the sim's physics thread waits in its send until somebody
+    reads it; the next reset needs that thread, and reads the channel first. Without that, the reset would
+    wait out its timeout (here 30 s)."""
+    import time
+
+    env = gym.make("binpick_sim/FrankaPosition-v0", backend="ros", observation="image", step_channel=True)
+    try:
+        backend = env.unwrapped.backend
+        env.reset(seed=0)
+        assert env.unwrapped.config.camera.width * env.unwrapped.config.camera.height >= 640 * 480
+        backend.channel.send([backend.request, 0, 0])  # answered already: its reply and frame are left unread
+        backend.TIMEOUT = 30.0
+        start = time.monotonic()
+        env.reset(seed=1)
+        assert time.monotonic() - start < 20
+        observation, *_ = env.step(env.action_space.sample())
+        assert observation["rgb"].shape[:2] == (env.unwrapped.config.camera.height, env.unwrapped.config.camera.width)
+    finally:
+        env.close()
+
+
 # --- gripper_open follows the fingers' command; a zero delta holds the arm (issue 13, items 5, 6) ---
 def state_env(env_id, **kwargs):
     return gym.make(env_id, observation="state", camera_size=(32, 24), **kwargs).unwrapped
