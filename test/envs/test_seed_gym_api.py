@@ -226,9 +226,11 @@ def test_load_scene_switches_between_the_training_set_the_test_set_and_the_two_a
 
 
 @pytest.mark.slow
-def test_on_the_ros_backend_too_reset_restores_the_changed_camera():
-    """The ROS backend sets the sim's camera node parameters, and puts the scene file's back at reset."""
-    env = small_env(backend="ros")
+@pytest.mark.parametrize("step_channel", [False, True])
+def test_on_the_ros_backend_too_reset_restores_the_changed_camera(step_channel):
+    """The ROS backend sets the sim's camera node parameters, and puts the scene file's back at reset; its
+    frames come at the new size over the topics and over the step channel alike."""
+    env = small_env(backend="ros", step_channel=step_channel)
     try:
         env.reset(seed=0)
         env.unwrapped.recompute_view_and_projection_matrix([0.5, 0.6, 0.5], [0.5, 0.0, 0.0], 50.0, 0.05, 2.0,
