@@ -339,8 +339,8 @@ def test_a_dead_sim_is_reported_at_once_with_its_exit_status_and_log(step_channe
 def test_a_frame_left_unread_on_the_step_channel_does_not_hold_the_sim_at_the_next_reset():
     """A step whose wait ended (a timeout) leaves its reply and its frame on the step channel. A 640 x 480
     frame (2 MB) is more than the socket holds, so the sim's physics thread waits in its send until somebody
-    reads it; the next reset needs that thread, and reads the channel first. Without that, the reset would
-    wait out its timeout (here 30 s)."""
+    reads it. The next reset needs that thread, and the env drains the channel while it waits (its watchdog);
+    without that, the reset would wait out its timeout (here 30 s)."""
     import time
 
     env = gym.make("binpick_sim/FrankaPosition-v0", backend="ros", observation="image", step_channel=True)

@@ -7,8 +7,8 @@ round trip with the two processes' wake-ups, which no code of ours can shorten; 
 rclpy's executors and messages on both sides (issue 33; doc/benchmarks.md, "ros path"). The env's sim
 process is its private child, so the exchange with it need not be a ROS topic: the parent makes a Unix
 socket pair and the child inherits one end, named by the environment variable below. Everything else
-stays ROS (images, parameters, resets, every topic a user watches); only the step exchange leaves what
-`ros2 topic echo` and rosbag see.
+stays ROS (parameters, resets, every topic a user watches, the camera's included); only the step exchange,
+and an image env's own frames (below), leave what `ros2 topic echo` and rosbag see.
 
 Messages are `multiprocessing.connection` frames (a length, then the bytes): the request is the same
 float64 layout as task/step's (wire.STEP_COMMANDS), the reply the same JSON as task/observation's.
@@ -17,8 +17,8 @@ An image env asks (FRAMES_VARIABLE) for the camera's lock-step frame on the chan
 JSON header (the stamp, each part's name, dtype and shape), then each part's bytes as a message of its own,
 received straight into the env's arrays. Over the topics the same frame is two Images (three with the
 labels): built, serialized, sent through DDS, taken by the env's executor and turned back into arrays by
-cv_bridge. With the frames here, a 64 x 64 image env over the channel went from 0.91-0.92 of its bare block
-to 0.92-0.94 with tiny, and from 0.89-0.90 to 0.91-0.93 with egl (doc/benchmarks.md, "frames on the step
+cv_bridge. With the frames here, a 64 x 64 image env over the channel went from 0.90-0.93 of its bare block
+to 0.92-0.95 with tiny, and from 0.89-0.90 to 0.91-0.93 with egl (doc/benchmarks.md, "frames on the step
 channel"). The camera still publishes every topic that somebody else watches.
 """
 from __future__ import annotations
