@@ -134,40 +134,41 @@ def ros_image_env_figures(renderer: str) -> list[Figure]:
     """FrankaDelta-v0 over ROS with image observations, over the topics and with step_channel=True, each beside
     the bare image step of image_env_figure, the two taking turns in IMAGE_ROUNDS rounds of IMAGE_TURN steps
     (the ratio: the median of the rounds', min-max beside it). The env's `sim` renders in its own process,
-    so the bare step's world, in this one, can run between its turns (an egl world too). In the topics'
-    rounds, after each bare turn, the floor takes a turn too: the same bare step served over rclpy by another
-    process, with nothing of ours (bench/echo.py, Echo(bare=)), beside the same bare turns."""
-    from .echo import Echo
+    so the bare step's world, in this one, can run between its turns (an egl world too). After each bare turn
+    the floor takes a turn too: the same bare step served by another process with nothing of ours, over rclpy
+    beside the topics (bench/echo.py, Echo(bare=)) and over a socket pair beside the channel (SocketEcho(bare=)),
+    beside the same bare turns."""
+    from .echo import Echo, SocketEcho
     from .gym import env_and_raw_rates  # here: bench.gym needs gymnasium, the renderer rows do not
 
     bare, sim = bare_image_step(renderer)
     figures = []
-    floor: list[float] = []
-    echo = None
+    echoes: dict = {}
     try:
         bare()  # warm up
-        echo = Echo(bare=renderer)
-        bare_turn, floor_turn = timed_turn(bare), timed_turn(echo.exchange)
+        echoes = {False: Echo(bare=renderer), True: SocketEcho(bare=renderer)}
+        bare_turn = timed_turn(bare)
+        for channel, echo in echoes.items():
+            floor: list[float] = []
+            floor_turn = timed_turn(echo.exchange)
 
-        def bare_then_floor(turn: int) -> float:  # the floor's turns in the same rounds, its rates in `floor`
-            rate = bare_turn(turn)
-            floor.append(floor_turn(turn))
-            return rate
+            def bare_then_floor(turn: int) -> float:  # the floor's turns in the same rounds, its rates in `floor`
+                rate = bare_turn(turn)
+                floor.append(floor_turn(turn))
+                return rate
 
-        for channel in (False, True):
-            rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "ros", "image",
-                                           bare_turn if channel else bare_then_floor, IMAGE_ROUNDS, IMAGE_TURN,
-                                           renderer=renderer, **({"step_channel": True} if channel else {}))
-            name = f"FrankaDelta-v0 ros, image 64x64, {renderer}"
-            figures.append(Figure("camera", name + ", step_channel=True" * channel, median(rates), "steps/s",
-                                  median(raw), "raw: 24 stepSimulation + one getCameraImage at 64x64, same view, "
-                                  "taking turns", per_round(rates, raw)))
-            if not channel:
-                figures.append(Figure("camera", f"{name}: the floor, the bare step served over rclpy (bench/echo.py)",
-                                      median(floor), "steps/s", median(raw), "raw: the bare step, the same rounds",
-                                      per_round(floor, raw)))
+            rates, raw = env_and_raw_rates("binpick_sim/FrankaDelta-v0", "ros", "image", bare_then_floor,
+                                           IMAGE_ROUNDS, IMAGE_TURN, renderer=renderer,
+                                           **({"step_channel": True} if channel else {}))
+            name = f"FrankaDelta-v0 ros, image 64x64, {renderer}" + ", step_channel=True" * channel
+            figures.append(Figure("camera", name, median(rates), "steps/s", median(raw), "raw: 24 stepSimulation + "
+                                  "one getCameraImage at 64x64, same view, taking turns", per_round(rates, raw)))
+            over = "a socket pair" if channel else "rclpy"
+            figures.append(Figure("camera", f"{name}: the floor, the bare step served over {over} (bench/echo.py)",
+                                  median(floor), "steps/s", median(raw), "raw: the bare step, the same rounds",
+                                  per_round(floor, raw)))
     finally:
-        if echo is not None:
+        for echo in echoes.values():
             echo.close()
         sim.close()
     return figures

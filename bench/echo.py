@@ -23,7 +23,7 @@ interval. It is the floor of the ROS backend's
 step channel (`step_channel=True`): what one exchange per step costs two Python processes.
 
 `Echo(bare=renderer)` (`python -m bench.echo <namespace> --bare tiny`) is the floor of an image env step over
-ROS (issue 30): the bare image step (bench/camera_in_process.py: steps_per_action stepSimulation, then one
+the topics (issue 30): the bare image step (bench/camera_in_process.py: steps_per_action stepSimulation, then one
 getCameraImage at the observation's size) served over rclpy with nothing of the package's nodes. The server
 steps, replies, draws, and publishes the frame's rgb and depth as an rgb8 and a 32FC1 Image on the camera's
 topics (built by binpick_sim/nodes/common/convert.py, as the camera node's, stamped with the request's id);
@@ -31,6 +31,9 @@ the client waits for the reply and both images and turns them into arrays with c
 `RosBackend._exchange` does. Beside the busy loop of `work`, the real step matters: after 14 ms of drawing
 with TinyRenderer the caches hold its data, not Python's or DDS's, and the exchange's share grows (0.4 ms
 around a busy loop of the same length, 0.9 ms around the real step, 2026-11-27 on 2 cores).
+`SocketEcho(bare=renderer)` (`python -m bench.echo --socket FD --bare tiny`) is the same over a socket pair,
+the floor of an image env's step channel: the reply, then the frame's rgb and depth as the sim's camera
+sends them there (step_channel.frame_messages), received into arrays by the channel's client.
 """
 from __future__ import annotations
 
@@ -113,17 +116,29 @@ class BareFrames:
         self.depth.publish(convert.depth_image(seconds, buffer))
 
 
-def serve_socket(fd: int) -> None:
-    """The other end of SocketEcho: each request's id answered at once as JSON, until the socket closes."""
+def serve_socket(fd: int, bare: str | None = None) -> None:
+    """The other end of SocketEcho: each request's id answered at once as JSON, until the socket closes.
+    `bare`: a renderer; each request is then answered by the bare image step, and its frame follows the reply."""
     sys.setswitchinterval(SWITCH_INTERVAL)
+    if bare:
+        from .camera_in_process import bare_image_parts
+
+        steps, render, _ = bare_image_parts(bare)
     with Connection(fd) as connection:
         while True:
             try:
                 request = step_channel.request_values(connection.recv_bytes())
             except EOFError:
                 return
-            work(request[2])
+            if bare:
+                steps()
+            else:
+                work(request[2])
             connection.send_bytes(json.dumps({"request": request[0]}).encode())
+            if bare:
+                _, _, rgba, buffer, _ = render()  # the depth buffer as it comes, as BareFrames publishes it
+                for message in step_channel.frame_messages(request[0], {"rgb": rgba[:, :, :3], "depth": buffer}):
+                    connection.send_bytes(message)
 
 
 def work(seconds: float) -> None:
@@ -135,24 +150,33 @@ def work(seconds: float) -> None:
 
 
 class SocketEcho:
-    """An empty step over a step channel between two processes (no DDS): `exchange()`, as Echo's."""
+    """An empty step over a step channel between two processes (no DDS): `exchange()`, as Echo's. `bare`: a
+    renderer: the server answers with the bare image step and its frame (the module says)."""
 
-    def __init__(self):
+    def __init__(self, bare: str | None = None):
         self.channel, theirs = step_channel.pair()
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs)],
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.echo", "--socket", str(theirs),
+                                         *(["--bare", bare] if bare else [])],
                                         cwd=Path(__file__).resolve().parent.parent, pass_fds=(theirs,))
         os.close(theirs)
-        self.request = 0
+        self.request, self.bare, self.frame = 0, bool(bare), None
         self.exchange()
 
     def exchange(self, timeout: float = TIMEOUT, work: float = 0.0) -> None:
         """One exchange; `work`: seconds the server keeps busy before it replies."""
         self.request += 1
         self.channel.send([self.request, 0, work])
+        if self._next(timeout).get("request") != self.request:
+            raise RuntimeError("the socket echo answered another request")
+        if self.bare:  # (SocketEcho(bare=)) the frame, as arrays
+            self.frame = self._next(timeout)
+            if self.frame.get("frame") != self.request:
+                raise RuntimeError("the socket echo sent the frame of another request")
+
+    def _next(self, timeout: float) -> dict:
         if not self.channel.ready(timeout):
             raise TimeoutError(f"waited {timeout:.0f} s for the socket echo")
-        if self.channel.receive()["request"] != self.request:
-            raise RuntimeError("the socket echo answered another request")
+        return self.channel.receive()
 
     def close(self) -> None:
         self.channel.close()  # the server sees the end and returns
@@ -237,6 +261,6 @@ class Echo:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--socket":
-        serve_socket(int(sys.argv[2]))
+        serve_socket(int(sys.argv[2]), sys.argv[4] if sys.argv[3:4] == ["--bare"] else None)
     else:
         serve(sys.argv[1], sys.argv[3] if sys.argv[2:3] == ["--bare"] else None)

@@ -101,6 +101,26 @@ def test_the_image_echo_serves_the_bare_steps_frames_over_rclpy():
     assert echo.process.returncode is not None
 
 
+def test_the_socket_image_echo_sends_the_bare_steps_frame_after_each_reply():
+    """The step channel's image floor is a real exchange too: another process steps, replies and draws, and
+    the frame of that request follows the reply on the socket, received into arrays."""
+    from bench.echo import SocketEcho
+
+    echo = SocketEcho(bare="tiny")
+    try:
+        for _ in range(3):
+            echo.exchange(timeout=30.0)  # raises if the reply or the frame is another request's
+        frame = echo.frame
+        assert frame["frame"] == echo.request == 4  # (one exchange at the start)
+        rgb, depth = frame["arrays"]["rgb"], frame["arrays"]["depth"]
+        assert rgb.shape == (64, 64, 3) and depth.shape == (64, 64)
+        assert len({tuple(pixel) for pixel in rgb.reshape(-1, 3).tolist()}) > 10  # a drawn scene, not one colour
+        assert 0.0 < depth.min() and depth.max() <= 1.0  # the depth buffer as it comes (not metres)
+    finally:
+        echo.close()
+    assert echo.process.returncode == 0  # it ended when the socket closed
+
+
 def test_like_for_like_rounds_are_the_steps_between_two_marks():
     from bench.like_for_like import Timed
 

@@ -161,10 +161,8 @@ class Server:
         self._send([data])
 
     def frame(self, stamp: float, parts: dict) -> None:
-        """A frame after its reply (module docstring): the header, then each part's bytes (C order)."""
-        arrays = [np.ascontiguousarray(a) for a in parts.values()]
-        header = {"frame": stamp, "parts": [[name, a.dtype.str, list(a.shape)] for name, a in zip(parts, arrays)]}
-        self._send([json.dumps(header).encode(), *map(_flat_bytes, arrays)])
+        """A frame after its reply (module docstring; frame_messages)."""
+        self._send(frame_messages(stamp, parts))
 
     def _send(self, messages: list) -> None:
         if self.connection is None:
@@ -187,6 +185,13 @@ class Server:
         self._drop()
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)
+
+
+def frame_messages(stamp: float, parts: dict) -> list:
+    """A frame's messages: the header, then each part's bytes (C order), as Client.receive takes them."""
+    arrays = [np.ascontiguousarray(a) for a in parts.values()]
+    header = {"frame": stamp, "parts": [[name, a.dtype.str, list(a.shape)] for name, a in zip(parts, arrays)]}
+    return [json.dumps(header).encode(), *map(_flat_bytes, arrays)]
 
 
 def _flat_bytes(array: np.ndarray) -> np.ndarray:
