@@ -18,7 +18,7 @@ JSON header (the stamp, each part's name, dtype and shape), then each part's byt
 received straight into the env's arrays. Over the topics the same frame is two Images (three with the
 labels): built, serialized, sent through DDS, taken by the env's executor and turned back into arrays by
 cv_bridge. With the frames here, a 64 x 64 image env over the channel went from 0.90-0.93 of its bare block
-to 0.92-0.95 with tiny, and from 0.89-0.90 to 0.91-0.93 with egl (doc/benchmarks.md, "frames on the step
+to 0.91-0.95 with tiny, and from 0.89-0.90 to 0.91-0.93 with egl (doc/benchmarks.md, "frames on the step
 channel"). The camera still publishes every topic that somebody else watches.
 """
 from __future__ import annotations
