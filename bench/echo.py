@@ -111,9 +111,16 @@ class BareFrames:
         self.rgb, self.depth = (node.create_publisher(Image, topic, FRAME_DEPTH) for topic in IMAGE_TOPICS)
 
     def publish(self, seconds: float) -> None:
-        _, _, rgba, buffer, _ = self.render()  # the depth buffer as it comes: turning it to metres is the camera's
-        self.rgb.publish(convert.rgb_image(seconds, rgba[:, :, :3]))
-        self.depth.publish(convert.depth_image(seconds, buffer))
+        rgb, depth = bare_frame(self.render)
+        self.rgb.publish(convert.rgb_image(seconds, rgb))
+        self.depth.publish(convert.depth_image(seconds, depth))
+
+
+def bare_frame(render) -> tuple:
+    """(rgb, depth) of one bare getCameraImage: the depth buffer as it comes, as both floors send it (turning it
+    to metres is the camera's work, not the exchange's)."""
+    _, _, rgba, buffer, _ = render()
+    return rgba[:, :, :3], buffer
 
 
 def serve_socket(fd: int, bare: str | None = None) -> None:
@@ -136,8 +143,8 @@ def serve_socket(fd: int, bare: str | None = None) -> None:
                 work(request[2])
             connection.send_bytes(json.dumps({"request": request[0]}).encode())
             if bare:
-                _, _, rgba, buffer, _ = render()  # the depth buffer as it comes, as BareFrames publishes it
-                for message in step_channel.frame_messages(request[0], {"rgb": rgba[:, :, :3], "depth": buffer}):
+                rgb, depth = bare_frame(render)
+                for message in step_channel.frame_messages(request[0], {"rgb": rgb, "depth": depth}):
                     connection.send_bytes(message)
 
 

@@ -41,6 +41,8 @@ def named_threads(environ) -> dict[str, str]:
     BINPICK_THREAD_NAMES set."""
     return {**environ, "BINPICK_THREAD_NAMES": "1",
             "PYTHONPATH": os.pathsep.join(filter(None, [str(TRACE), environ.get("PYTHONPATH")]))}
+
+
 STAGES = [  # (from mark, to mark, what happens in between)
     ("gym step", "request sent", "client: gym step to request (action checks, message built, publish)"),
     ("request sent", "taken", "request transport: DDS, sim wake-up, take (and the GIL)"),

@@ -109,13 +109,17 @@ def test_the_segmentation_observation_passes_the_checker():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("step_channel", [False, True])
 @pytest.mark.parametrize("observation", ["rgbd", "segmentation"])
-def test_the_pixel_observations_are_the_same_on_both_backends_and_pass_the_checker_over_ros(observation):
-    """Segmentation exactly; rgb within one intensity level (as the image mode's parity test)."""
+def test_the_pixel_observations_are_the_same_on_both_backends_and_pass_the_checker_over_ros(observation,
+                                                                                             step_channel):
+    """Segmentation exactly; rgb within one intensity level (as the image mode's parity test). Over ROS both
+    ways: the frames as the camera's topics, and on the step channel (labels included)."""
     actions = [np.array([1, 0, -1, 0, 1], np.float32)] * 3
     runs = []
     for backend in ("direct", "ros"):
-        env = make(backend, observation=observation, size=(32, 32))
+        channel = {"step_channel": True} if backend == "ros" and step_channel else {}
+        env = make(backend, observation=observation, size=(32, 32), **channel)
         try:
             if backend == "ros":
                 checked(env)
