@@ -20,6 +20,7 @@ import pytest
 
 import ros_env
 from binpick_sim.nodes.process import stack as stack_module
+from binpick_sim.nodes.process import start_watchdog
 
 HERE = Path(__file__).resolve().parents[1]  # test/: hang_watchdog.py
 WATCHDOG_THREAD = "dds.shm.wdog"  # Fast DDS's shared-memory watchdog: one per process, for its lifetime
@@ -211,20 +212,67 @@ def test_pytest_timeouts_thread_method_cannot_end_a_hang_in_c_holding_the_gil(tm
 
 
 def test_the_start_watchdog_reads_its_variable(capsys):
-    import faulthandler
+    def bound(value=None):
+        return start_watchdog.bound({} if value is None else {start_watchdog.START_WATCHDOG: value})
+    assert bound() == start_watchdog.START_WATCHDOG_DEFAULT
+    assert bound("2.5") == 2.5
+    assert bound("0") is None
+    for bad in ("soon", "-1", "nan", "inf"):
+        assert bound(bad) == start_watchdog.START_WATCHDOG_DEFAULT
+        assert f"{start_watchdog.START_WATCHDOG}='{bad}' is not a number of seconds" in capsys.readouterr().err
 
-    def arm(value=None):
-        return stack_module.arm_start_watchdog({} if value is None else {stack_module.START_WATCHDOG: value},
-                                               sys.__stderr__)
-    try:
-        assert arm() == stack_module.START_WATCHDOG_DEFAULT
-        assert arm("2.5") == 2.5
-        assert arm("0") is None
-        for bad in ("soon", "-1", "nan", "inf"):
-            assert arm(bad) == stack_module.START_WATCHDOG_DEFAULT
-            assert f"{stack_module.START_WATCHDOG}='{bad}' is not a number of seconds" in capsys.readouterr().err
-    finally:
-        faulthandler.cancel_dump_traceback_later()
+
+WATCHED_CHURN = """
+import posixpath, sys, time
+from binpick_sim.nodes.process import start_watchdog
+
+def nested(n):
+    return n if n == 0 else nested(n - 1)
+
+with open(sys.argv[1], "w") as stream:
+    for _ in range(int(sys.argv[2])):
+        watchdog = start_watchdog.StartWatchdog(0.001, stream)
+        end = time.monotonic() + 0.005
+        while time.monotonic() < end:  # frames pushed and popped as a start's imports do
+            nested(30)
+            posixpath.realpath("/usr/lib/../lib")
+        watchdog.cancel()
+"""
+
+
+def test_the_start_watchdog_writes_the_stacks_of_a_start_running_python_without_crashing_it(tmp_path):
+    """CI of stop 51: faulthandler's `dump_traceback_later`, the watchdog then, crashed a `sim` (SIGSEGV)
+    that was still importing at its 0.2 s bound: its C thread reads frames that the running thread moves.
+    The same loop with that call crashes within its first 50 rounds here; the watchdog's dumps hold the GIL."""
+    dumps = tmp_path / "dumps.txt"
+    rounds = 300
+    result = subprocess.run([sys.executable, "-c", WATCHED_CHURN, str(dumps), str(rounds)], capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    assert result.returncode == 0, result.stderr
+    written = dumps.read_text().count("every thread's stack follows")
+    assert written > rounds // 2, f"{written} dumps in {rounds} rounds"  # the bound of 1 ms passed in most
+
+
+HUNG_START = """
+import ctypes, ctypes.util, signal, sys
+from binpick_sim.nodes.process import start_watchdog
+
+watchdog = start_watchdog.arm({start_watchdog.START_WATCHDOG: "0.2"}, sys.stderr)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+ctypes.PyDLL(ctypes.util.find_library("c")).sleep(4)  # a start held in C, keeping the GIL
+watchdog.cancel()
+"""
+
+
+@pytest.mark.slow
+def test_a_start_hung_in_c_holding_the_gil_still_gets_every_threads_stack_written(tmp_path):
+    """No Python thread runs then: faulthandler's C thread writes, GIL_GRACE past the bound."""
+    result = subprocess.run([sys.executable, "-c", HUNG_START], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    assert result.returncode == 0, result.stderr
+    assert start_watchdog.GIL_GRACE == 2.0
+    dump = result.stderr[result.stderr.index("Timeout (0:00:02.200000)!"):]  # the bound and GIL_GRACE
+    assert 'File "<string>", line 7 in <module>' in dump, dump  # where it hangs
 
 
 @pytest.mark.slow
@@ -234,7 +282,7 @@ def test_a_sim_start_slower_than_its_bound_logs_every_threads_stack_and_goes_on(
 
     log = tmp_path / "sim.log"
     sim = SimProcess({"realtime_factor": 0.0, "camera": False}, log=log,
-                     env={**os.environ, stack_module.START_WATCHDOG: "0.2"})  # building the world takes longer
+                     env={**os.environ, start_watchdog.START_WATCHDOG: "0.2"})  # building the world takes longer
     client = SimClient("watcher", context=ros_context, topics={"joint_states": TOPICS["joint_states"]})
     try:
         client.watchdog = sim.check_alive
@@ -244,7 +292,7 @@ def test_a_sim_start_slower_than_its_bound_logs_every_threads_stack_and_goes_on(
         code = sim.stop()
     text = log.read_text()
     assert code == 0, text
-    dump = text[text.index("Timeout (0:00:00.200000)!"):]
+    dump = text[text.index("binpick_sim: the start has taken longer than 0.2 s (BINPICK_START_WATCHDOG)"):]
     assert "Thread 0x" in dump and "(most recent call first)" in dump
     assert "stack.py" in dump and " in main" in dump  # where the start was: SimStack's construction in main()
 

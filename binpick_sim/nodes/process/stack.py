@@ -12,8 +12,6 @@ has the comparison (the world's `executor` parameter selects another for measuri
 """
 from __future__ import annotations
 
-import faulthandler
-import math
 import os
 import select
 import signal
@@ -33,6 +31,7 @@ from rclpy.utilities import get_default_context
 
 from ...config import ConfigError
 from ...control.controllers import CONTROLLER_KINDS
+from . import start_watchdog
 from .interrupt import stop_interrupted
 from ..common import shm, step_channel
 from ..common.dds import use_package_profile
@@ -343,30 +342,6 @@ def wait_for_parent(parent: int) -> None:
         time.sleep(PARENT_POLL)
 
 
-START_WATCHDOG = "BINPICK_START_WATCHDOG"  # s; the variable that sets the bound on a start
-START_WATCHDOG_DEFAULT = 60.0  # s: a start takes a few seconds (20 on a busy 2-core machine)
-
-
-def arm_start_watchdog(environ=os.environ, stream=None) -> float | None:
-    """A start slower than BINPICK_START_WATCHDOG seconds (default 60; 0 turns it off) writes every
-    thread's stack to stderr (faulthandler: a `Timeout (h:mm:ss)!` line, then the stacks) and goes on
-    waiting. faulthandler's C thread writes them even while the start hangs in C holding the GIL, where
-    no Python thread or signal handler would run. Returns the bound armed, or None."""
-    text = environ.get(START_WATCHDOG, "").strip()
-    try:
-        seconds = float(text) if text else START_WATCHDOG_DEFAULT
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        print(f"binpick_sim: {START_WATCHDOG}={text!r} is not a number of seconds >= 0; using "
-              f"{START_WATCHDOG_DEFAULT:g}", file=sys.stderr)
-        seconds = START_WATCHDOG_DEFAULT
-    if seconds == 0:
-        return None
-    faulthandler.dump_traceback_later(seconds, exit=False, file=stream or sys.stderr)
-    return seconds
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve until Ctrl-C or SIGTERM (exit 0). A bad scene file or parameter, or shared-memory files Fast
     DDS would abort on: one line, exit 2. Ctrl-C
@@ -379,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     if blocked := shm.problem():  # Fast DDS would abort, crash or hang on them (shm.py)
         print(f"binpick_sim: cannot start: {blocked}", file=sys.stderr)
         return 2
-    arm_start_watchdog()
+    watchdog = start_watchdog.arm()
     try:
         rclpy.init(args=argv if argv is not None else sys.argv, context=context)
         stack = SimStack(context)
@@ -398,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             return stop_interrupted()
         raise
     finally:
-        faulthandler.cancel_dump_traceback_later()
+        if watchdog is not None:
+            watchdog.cancel()
     stack.spin()
     rclpy.try_shutdown(context=context)
     return 0
