@@ -37,6 +37,7 @@ sends them there (step_channel.frame_messages), received into arrays by the chan
 """
 from __future__ import annotations
 
+import argparse
 import array
 import itertools
 import json
@@ -266,8 +267,19 @@ class Echo:
             self.process.wait()
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "--socket":
-        serve_socket(int(sys.argv[2]), sys.argv[4] if sys.argv[3:4] == ["--bare"] else None)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The echo's server end (Echo, SocketEcho start it).")
+    parser.add_argument("namespace", nargs="?", help="serve over rclpy under this namespace (Echo)")
+    parser.add_argument("--socket", type=int, metavar="FD", help="serve over this socket instead (SocketEcho)")
+    parser.add_argument("--bare", metavar="RENDERER", help="answer with the bare image step and its frame")
+    args = parser.parse_args(argv)
+    if (args.namespace is None) == (args.socket is None):
+        parser.error("give a namespace or --socket FD")
+    if args.socket is not None:
+        serve_socket(args.socket, args.bare)
     else:
-        serve(sys.argv[1], sys.argv[3] if sys.argv[2:3] == ["--bare"] else None)
+        serve(args.namespace, args.bare)
+
+
+if __name__ == "__main__":
+    main()

@@ -222,6 +222,12 @@ def test_the_start_watchdog_reads_its_variable(capsys):
         assert f"{start_watchdog.START_WATCHDOG}='{bad}' is not a number of seconds" in capsys.readouterr().err
 
 
+def run_python(code: str, *args: str, timeout: float) -> subprocess.CompletedProcess:
+    """`code` run by a child Python with this checkout on its path."""
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+
+
 WATCHED_CHURN = """
 import posixpath, sys, time
 from binpick_sim.nodes.process import start_watchdog
@@ -246,8 +252,7 @@ def test_the_start_watchdog_writes_the_stacks_of_a_start_running_python_without_
     The same loop with that call crashes within its first 50 rounds here; the watchdog's dumps hold the GIL."""
     dumps = tmp_path / "dumps.txt"
     rounds = 300
-    result = subprocess.run([sys.executable, "-c", WATCHED_CHURN, str(dumps), str(rounds)], capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    result = run_python(WATCHED_CHURN, str(dumps), str(rounds), timeout=120)
     assert result.returncode == 0, result.stderr
     written = dumps.read_text().count("every thread's stack follows")
     assert written > rounds // 2, f"{written} dumps in {rounds} rounds"  # the bound of 1 ms passed in most
@@ -267,8 +272,7 @@ watchdog.cancel()
 @pytest.mark.slow
 def test_a_start_hung_in_c_holding_the_gil_still_gets_every_threads_stack_written(tmp_path):
     """No Python thread runs then: faulthandler's C thread writes, GIL_GRACE past the bound."""
-    result = subprocess.run([sys.executable, "-c", HUNG_START], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    result = run_python(HUNG_START, timeout=60)
     assert result.returncode == 0, result.stderr
     assert start_watchdog.GIL_GRACE == 2.0
     dump = result.stderr[result.stderr.index("Timeout (0:00:02.200000)!"):]  # the bound and GIL_GRACE
