@@ -12,7 +12,7 @@ from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Header
 
-from binpick_sim.nodes.clients.client import SimClient
+from binpick_sim.nodes.clients.client import SimClient, answered
 
 MISSING = "simulation_interfaces is not installed (ros-jazzy-simulation-interfaces, or ../shared/ros-tools)"
 BOX_URDF = """<robot name="{name}"><link name="base">
@@ -44,14 +44,15 @@ class Standard:
     def request(self, service: str, **fields):
         return self.srv(service).Request(**fields)
 
-    def call(self, name: str, request=None, timeout: float = 60.0):
+    def call(self, name: str, request=None, timeout: float = 60.0, resend: float | None = None):
+        """`resend`: ask again every `resend` s until answered (client.answered), for a harmless request."""
         if name not in self.clients:
             self.clients[name] = self.client.node.create_client(self.srv(name), self.prefix + name)
         c = self.clients[name]
         self.client.spin_until(c.service_is_ready, 30, f"service {name}")
-        future = c.call_async(request if request is not None else self.request(name))
-        self.client.spin_until(future.done, timeout, f"an answer from {name}")
-        return future.result()
+        request = request if request is not None else self.request(name)
+        return answered(lambda: c.call_async(request), self.client.spin_until, timeout, resend,
+                        f"an answer from {name}")
 
     def ok(self, name: str, request=None):
         response = self.call(name, request)

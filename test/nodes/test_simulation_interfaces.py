@@ -503,6 +503,14 @@ def test_quitting_ends_the_sim_process_cleanly(ros_context, si, tmp_path):
         client = SimClient("quit_test", context=ros_context, topics={})
         try:
             std = Standard(client, si)
+            # The quit's answer cannot be asked for again, so first a harmless request on the same service client,
+            # resent until answered: then the sim has matched this client's response reader. A rehearsal lost the
+            # quit's answer: the sim had not yet discovered that reader, and rmw_fastrtps drops an answer after
+            # waiting 100 ms for it ("failed to send response (timeout)" in the sim's log).
+            state = si.msg.SimulationState
+            playing = std.request("set_simulation_state", state=state(state=state.STATE_PLAYING))
+            assert std.call("set_simulation_state", playing, resend=2.0).result.result == \
+                si.srv.SetSimulationState.Response.ALREADY_IN_TARGET_STATE
             assert std.set_state(si.msg.SimulationState.STATE_QUITTING).result.result == si.msg.Result.RESULT_OK
             # a minute, as for the other waits on a process here: on an overloaded machine 30 s was not always enough
             client.spin_until(lambda: not process.running(), 60, "the sim process to exit")
