@@ -105,6 +105,10 @@ class PhysicsLoop:
         self.call(self._add_budget, steps, done, until)
         return done
 
+    def idle(self) -> bool:
+        """Whether no steps are owed: no request is being taken or waits its turn."""
+        return self._budget <= 0 and not self._requests
+
     @property
     def holding(self) -> bool:
         """Whether the loop steps only when asked (lock-step or paused)."""

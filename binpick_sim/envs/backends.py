@@ -363,8 +363,8 @@ class RosBackend:
     def _watch(self) -> None:
         """Each pass of a wait on ROS (a service, parameters, a topic): SimProcessDied if the sim has died, and the
         step channel drained, as nothing on it is awaited then: what it holds is the reply and frame of a step
-        whose wait ended (a timeout). A frame larger than the socket holds (2 MB at 640 x 480) keeps the sim's
-        physics thread in its send until it is read, and a reset, or a camera change, waits on that thread."""
+        whose wait ended (a timeout). The sim takes no request while its output waits unread, and drops a
+        channel left unread for step_channel.STALL seconds."""
         self.process.check_alive()
         if self.channel is not None:
             self._on_channel(self._drop_unread)

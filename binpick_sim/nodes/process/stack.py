@@ -126,7 +126,8 @@ class SimStack:
         # callbacks go back to the executor thread.
         self.channel = None
         if channel is not None and self.task is not None and self.loop.lockstep:
-            self.channel = step_channel.Server(channel, self.task.on_channel_step, self.task.get_logger().warning)
+            self.channel = step_channel.Server(channel, self.task.on_channel_step, self.task.get_logger().warning,
+                                               idle=self.loop.idle)
             self.loop.serve_while_holding(self.channel.serve, self.channel.wake)
             camera = next((n for n in self.nodes if isinstance(n, CameraNode) and not n.name), None)
             if frames and camera is not None:
