@@ -18,7 +18,7 @@ ROS_ENV = LD_LIBRARY_PATH="$$(printf '%s:' $(CURDIR)/$(VENV)/lib/python3*/site-p
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export PYTHONUNBUFFERED = 1
 
-.PHONY: help venv demo demo-two-arms test test-scale test-colcon docs run bench bench-her planner-example lock clean
+.PHONY: help venv demo demo-two-arms test test-skipped test-scale test-colcon docs run bench bench-her planner-example lock clean
 
 help:
 	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
@@ -67,13 +67,27 @@ $(DATASETS_STAMP): $(STAMP) requirements-datasets.txt
 # a crashed worker under --dist loadfile and then can hang (pytest-xdist#784, #1323; seen here once).
 # `make test SKIP_COLCON_TESTS=1` leaves out COLCON_TESTS (below): CI (.ci/run) runs them right after, in the
 # ROS user's workspace (make test-colcon), and once is enough.
+# `make test RECORD_SKIPS=FILE` writes the ids of the tests it skipped into FILE, and `make test-skipped SKIPPED=FILE`
+# runs just those again (test/skip_record.py): CI runs `make test` on a venv without the ROS tools, as a plain
+# machine has it, then installs them and runs what skipped for their absence.
 PYTEST_WORKERS ?= 2
 SKIP_COLCON_TESTS ?=
+RECORD_SKIPS ?=
 PYTEST_SKIPPED = $(if $(SKIP_COLCON_TESTS),$(addprefix --deselect ,$(COLCON_TESTS)))
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0 -m "not serial"
 test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
-	$(ROS_ENV) $(PY) -m pytest test -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0 \
-		-m "not serial" $(PYTEST_SKIPPED)
-	$(ROS_ENV) $(PY) -m pytest test -m serial $(PYTEST_SKIPPED)
+	$(if $(RECORD_SKIPS),rm -f $(RECORD_SKIPS) && mkdir -p $(dir $(RECORD_SKIPS)) && touch $(RECORD_SKIPS))
+	$(if $(RECORD_SKIPS),BINPICK_RECORD_SKIPS=$(abspath $(RECORD_SKIPS))) $(ROS_ENV) $(PY) -m pytest test $(PYTEST_PARALLEL) $(PYTEST_SKIPPED)
+	$(if $(RECORD_SKIPS),BINPICK_RECORD_SKIPS=$(abspath $(RECORD_SKIPS))) $(ROS_ENV) $(PY) -m pytest test -m serial $(PYTEST_SKIPPED)
+
+# pytest reads the ids from the file (`@FILE`; an empty one would mean the whole suite); its exit 5, no test
+# of that part in the list, is no failure.
+SKIPPED ?= build/skipped-tests.txt
+test-skipped: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
+	if ! test -s $(SKIPPED); then echo "$(SKIPPED): no test was skipped"; exit 0; fi; \
+	$(ROS_ENV) $(PY) -m pytest @$(SKIPPED) $(PYTEST_PARALLEL) $(PYTEST_SKIPPED); code=$$?; \
+	test $$code -eq 0 -o $$code -eq 5 || exit $$code; \
+	$(ROS_ENV) $(PY) -m pytest @$(SKIPPED) -m serial $(PYTEST_SKIPPED); code=$$?; test $$code -eq 0 -o $$code -eq 5
 
 # The at-scale forms of properties make test checks smaller (marker `scale`: 100 episodes on 1 and 2 Ray
 # workers, a two-node Ray cluster losing a node): about 3 minutes more, before a release.

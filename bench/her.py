@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
+
+from binpick_sim.extras import MissingExtra, require
 
 ENV = "binpick_sim/FrankaLift-v0"
 EPISODE_STEPS = 100  # the episodes' step limit, training and evaluation (the scripted picker grabs in ~45)
@@ -179,6 +182,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
     args = parser.parse_args(argv)
+    try:
+        require("make bench-her", "stable_baselines3", "torch")
+    except MissingExtra as exc:
+        print(f"bench-her: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     if args.steps < 1 or args.eval_every < 1:
         parser.error("--steps and --eval-every must be positive")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,8 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 from tqdm import tqdm  # noqa: E402
 
+from binpick_sim.extras import MissingExtra, require  # noqa: E402
+
 from .figures import Figure, machine  # noqa: E402
 
 MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
@@ -62,6 +64,11 @@ def _number(value: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     names = (argv if argv is not None else sys.argv[1:]) or MODULES
+    try:
+        require("make bench", "panda_gym", "sklearn")  # the peer beside the figures, and bench.learnability
+    except MissingExtra as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
     figures = collect(names)
     out = Path(os.environ.get("BENCH_OUT", "build/bench.json"))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,13 +16,29 @@ Tools layer: nothing in binpick_sim's core, nodes or envs imports this module.
 """
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from pathlib import Path
 
+from .extras import MissingExtra, require
+
 SPIN_POLL = 0.1  # s: how soon the recording thread sees that the recording ends
 DEFAULT_TOPICS = ("joint_states", "/clock", "camera/image_raw", "camera/camera_info", "world/objects",
                   "/diagnostics")
+
+
+def message_class(type_name: str):
+    """The Python class of a ROS interface type named as the graph names it (`sensor_msgs/msg/Image`).
+    rosidl_runtime_py's get_message does the same, but it comes with ros2cli, not with rclpy and the message
+    wheels that requirements.txt installs (issue 58: `record` failed on every plain machine). ValueError
+    naming the topic's type when its package is not installed here."""
+    package, kind, name = (type_name.split("/") + ["", "", ""])[:3]
+    try:
+        return getattr(importlib.import_module(f"{package}.{kind}"), name)
+    except (ImportError, AttributeError, ValueError):
+        raise ValueError(f"no Python class for the type {type_name!r} here: install its package (a ROS 2 "
+                         "install has it) to record its topic") from None
 
 
 def _qos(transient: bool, depth: int):
@@ -58,11 +74,15 @@ class Recorder:
         from rosbags.rosbag2 import StoragePlugin, Writer
         from rosbags.typesys import Stores, get_typestore
         from rosgraph_msgs.msg import Clock
-        from rosidl_runtime_py.utilities import get_message
 
         self.node = rclpy.create_node("binpick_recorder", namespace=self.namespace or None, context=self.context)
         names = [self.node.resolve_topic_name(t) for t in self.topics]
         types = self._discover(names)
+        try:  # before the bag is created: a type that cannot be recorded leaves nothing behind
+            classes = {name: message_class(types[name]) for name in names}
+        except ValueError:
+            self.node.destroy_node()
+            raise
         typestore = get_typestore(Stores.ROS2_JAZZY)
         self.writer = Writer(self.out, version=9, storage_plugin=StoragePlugin.MCAP)
         self.writer.open()
@@ -80,7 +100,7 @@ class Recorder:
             if name == "/clock":  # recorded by _on_clock, stamped with its own value
                 self._clock_connection = connection
                 continue
-            self.node.create_subscription(get_message(types[name]), name,
+            self.node.create_subscription(classes[name], name,
                                           lambda data, c=connection: self._on_message(c, data), qos, raw=True)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -162,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", default="", help="the sim's namespace (default none)")
     parser.add_argument("--duration", type=float, default=None, help="seconds (wall) to record; default until Ctrl-C")
     args = parser.parse_args(argv)
+    try:
+        require("record", "rosbags")
+    except MissingExtra as exc:
+        print(f"record: error: {exc}", file=sys.stderr)
+        return 2
     # Ctrl-C and SIGTERM only set a flag: a KeyboardInterrupt raised wherever the main thread happens to be
     # (inside Recorder.__enter__, after its executor thread started but before `with` owns it) left that
     # thread spinning in a shut-down context and the process hung on its way out, holding a bag without

@@ -29,6 +29,8 @@ import numpy as np
 import pybullet
 from pybullet_utils import bullet_client
 
+from binpick_sim.extras import MissingExtra, require
+
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 FINGERS = ["panda_finger_joint1", "panda_finger_joint2"]
 TIP = "panda_grasptarget"
@@ -364,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--namespace", default="/planner_example")
     args = parser.parse_args(argv)
+    try:
+        require("make planner-example", "ompl", "control_msgs", "moveit_msgs")
+    except MissingExtra as exc:
+        print(f"planner example: error: {exc}", file=sys.stderr)
+        return 2
     log = Path(tempfile.mkdtemp(prefix="planner_example_")) / "sim.log"
     sim = SimProcess({"task": True, "camera": False}, log=log, namespace=args.namespace)
     rclpy.init()

@@ -26,6 +26,9 @@ from hang_watchdog import (pytest_addoption, pytest_configure, pytest_runtest_pr
 # At the end, the shared memory of the participants the run killed (shm_hygiene.py: why).
 from shm_hygiene import pytest_sessionfinish  # noqa: E402,F401
 
+# BINPICK_RECORD_SKIPS=FILE: the skipped tests' ids, for CI to run them again with the ROS tools (skip_record.py).
+from skip_record import pytest_collectreport, pytest_runtest_logreport  # noqa: E402,F401
+
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
 from binpick_sim.cell.sim import BinPickingSim  # noqa: E402

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import MissingExtra, require
 from .parquet import DEPTH_PNG_SCALE, SUMMARY_FILE, read_dataset
 
 CODEBASE_VERSION = "v3.0"
@@ -340,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default=None, help="the task text (default names the env and the policy)")
     args = parser.parse_args(argv)
     try:
+        require("the LeRobot export", "datasets", "av")
         out = to_lerobot(args.dataset, args.out, args.images, args.task)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+    except (FileNotFoundError, FileExistsError, ValueError, MissingExtra) as exc:
         print(f"lerobot export: error: {exc}", file=sys.stderr)
         return 2
     info = json.loads((out / INFO_PATH).read_text())

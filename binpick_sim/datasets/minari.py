@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import MissingExtra, require
 from .parquet import SUMMARY_FILE, observation_columns, read_dataset
 from .replay import difference
 
@@ -135,9 +136,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="a link to the code that collected it, e.g. this repository at its commit (Minari's metadata)")
     args = parser.parse_args(argv)
     try:
+        require("the Minari export", "minari")
         dataset = to_minari(args.dataset, args.id, author=args.author, author_email=args.author_email,
                             code_permalink=args.code_permalink)
-    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+    except (FileNotFoundError, FileExistsError, ValueError, MissingExtra) as exc:
         print(f"minari export: error: {exc}", file=sys.stderr)
         return 2
     print(f"Minari dataset {dataset.spec.dataset_id}: {dataset.total_episodes} episodes, {dataset.total_steps} "

@@ -12,10 +12,12 @@ import uuid
 from pathlib import Path
 
 from ..datasets.parquet import EPISODES_DIR, IMAGE_FORMATS, STEPS_DIR, SUMMARY_FILE
+from ..extras import MissingExtra, require
 from .episode import DEFAULT_ENV, OBSERVATIONS, RunSpec
 from .runner import NotWritable, rollouts
 
 FORMATS = ("parquet", "minari", "lerobot")
+FORMAT_EXTRAS = {"minari": ("minari",), "lerobot": ("datasets", "av")}  # what each export imports (extras.py)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     if images not in (("mp4", "png") if lerobot else IMAGE_FORMATS):
         parser.error(f"--images {images} is not a choice with --format {args.format}: "
                      + ("mp4 or png" if lerobot else "png or array"))
+    try:  # before anything is recorded
+        require(f"rollouts --format {args.format}", *FORMAT_EXTRAS.get(args.format, ()))
+    except MissingExtra as exc:
+        print(f"rollouts: error: {exc}", file=sys.stderr)
+        return 2
     spec = RunSpec(env_id=args.env, backend=args.backend, observation=args.observation,
                    image_format="png" if lerobot else images, policy=args.policy, max_steps=args.max_steps,
                    env_options={"config_file": str(args.config.resolve())} if args.config else {})
