@@ -13,7 +13,6 @@ the live world is only captured, on the physics thread, and the drawing need not
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -24,6 +23,7 @@ from .cell.sim import BinPickingSim
 from .cell.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
 from .cell.rendering import offscreen
 from .cell.vision.visibility import View
+from .config import with_changes
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 GROUND = "ground"
@@ -49,8 +49,7 @@ class Reasoner:
         self.sim = sim
         # ground, bins and arm; objects are mirrored per query. It renders nothing (the render worker does),
         # and PyBullet's EGL plugin allows one client per process: TinyRenderer, whatever the live world uses
-        tiny = dataclasses.replace(sim.config.simulation, renderer="tiny", gui=False)
-        self.copy = BinPickingSim(dataclasses.replace(sim.config, simulation=tiny))
+        self.copy = BinPickingSim(with_changes(sim.config, simulation={"renderer": "tiny", "gui": False}))
         self.copy_objects: dict[str, int] = {}
         self.worker: RenderWorker | None = None  # draws visible/occluding's masks; started at the first
         self._worker_lock = threading.Lock()  # one request at a time, whichever thread asks

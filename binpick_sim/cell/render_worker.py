@@ -116,8 +116,8 @@ class RenderWorker:
     (`SceneState` requests, through RenderWorkers) or the reasoner's masks (`VisibilityRequest`)."""
 
     def __init__(self, config: Config, renderer: str):
-        data = config_to_dict(dataclasses.replace(
-            config, simulation=dataclasses.replace(config.simulation, renderer=renderer, gui=False)))
+        data = config_to_dict(config)  # read (and checked) by the worker: config_from_dict
+        data["simulation"].update(renderer=renderer, gui=False)
         ours, theirs = socket.socketpair()
         self.connection = Connection(ours.detach())
         self.frames = FrameReader(shared_file())  # where the worker puts its frames' arrays

@@ -22,4 +22,4 @@ from .schema import (  # noqa: F401
     Vec3, option_problems)
 from .reading import (  # noqa: F401
     MAX_DEPTH, MAX_FILE_BYTES, MAX_NAMED, NAME_PATTERN, checked_value, config_from_dict, config_to_dict,
-    load_config, replaced, required_keys, save_config)
+    load_config, replaced, required_keys, save_config, with_changes)

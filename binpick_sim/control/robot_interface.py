@@ -278,16 +278,15 @@ class Robot:
                  max_action_repetitions: int = 0, gravity_compensation: bool = True, camera_rate: float = 0.0):
         """`camera_rate`: frames per second of sim time of the scene file's camera for
         `get_camera_observation` (at most that: a frame is drawn while the robot runs on); 0: none."""
-        import dataclasses
         if not (np.isfinite(camera_rate) and 0.0 <= camera_rate <= rate):
             raise ValueError(f"camera_rate must be from 0 (no camera) to the physics rate {rate:g} Hz, got {camera_rate}")
 
-        from ..config import load_config
+        from ..config import load_config, with_changes
         from ..paths import default_config
         from ..cell.sim import BinPickingSim
 
         config = config or load_config(default_config())
-        config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, timestep=1.0 / rate))
+        config = with_changes(config, simulation={"timestep": 1.0 / rate})
         self.sim = BinPickingSim(config)
         self.sim.reset(seed=seed)
         self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=True)  # idle until the first action

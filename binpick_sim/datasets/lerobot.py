@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..extras import MissingExtra, require
-from .parquet import DEPTH_PNG_SCALE, SUMMARY_FILE, read_dataset
+from .parquet import DEPTH_PNG_SCALE, read_checked
 
 CODEBASE_VERSION = "v3.0"
 CHUNK_FILE = "chunk-{chunk_index:03d}/file-{file_index:03d}"
@@ -183,18 +183,12 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
     folder, out = Path(folder), Path(out)
     if images not in IMAGE_MODES:
         raise ValueError(f"images must be one of {IMAGE_MODES}, got {images!r}")
-    if not (folder / SUMMARY_FILE).is_file():
-        raise FileNotFoundError(f"{folder} is not a rollouts dataset (no {SUMMARY_FILE})")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FileExistsError(f"{out} exists and is not empty: choose a new --out (nothing was written)")
-    meta = json.loads((folder / SUMMARY_FILE).read_text())
+    meta, steps, episodes = read_checked(folder)
     fps = control_fps(meta, env_options)
     task = task or f"pick objects out of the bin ({meta['env']}, {meta['policy']} policy)"
-    steps, episodes = read_dataset(folder)
-    n = len(steps)
-    lengths = episodes["length"].to_numpy()
-    if lengths.sum() != n:
-        raise ValueError(f"{folder}: the episodes' lengths sum to {lengths.sum()}, the steps table has {n} rows")
+    n, lengths = len(steps), episodes["length"].to_numpy()
 
     observation_keys = sorted(c[len("observation."):] for c in steps.columns if c.startswith("observation."))
     image_keys = [k for k in observation_keys if f"observation.{k}" in meta.get("images", {})]

@@ -18,14 +18,13 @@ else ~/.minari/datasets).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from ..extras import MissingExtra, require
-from .parquet import SUMMARY_FILE, observation_columns, read_dataset
+from .parquet import observation_columns, read_checked
 from .replay import difference
 
 INFO_KEYS = {"grabs": np.int64, "objects_left": np.int64, "bin_collision": np.bool_,
@@ -102,14 +101,10 @@ def to_minari(folder: str | Path, dataset_id: str | None = None, env_options: di
 
     from .. import envs  # noqa: F401  (registers the env ids)
 
-    folder = Path(folder)
-    if not (folder / SUMMARY_FILE).is_file():
-        raise FileNotFoundError(f"{folder} is not a rollouts dataset (no {SUMMARY_FILE})")
-    meta = json.loads((folder / SUMMARY_FILE).read_text())
+    meta, steps, episodes = read_checked(folder)
     dataset_id = dataset_id or default_id(meta)
     if dataset_id in minari.list_local_datasets():
         raise FileExistsError(f"Minari dataset {dataset_id} exists: choose another --id (nothing was written)")
-    steps, episodes = read_dataset(folder)
     columns = [c for c in steps.columns if c.startswith("observation.")]
     env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"],
                    **{**meta.get("env_options", {}), **(env_options or {})})

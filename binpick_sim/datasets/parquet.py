@@ -119,3 +119,61 @@ def read_dataset(folder: str | Path):
     steps = pq.read_table(folder / STEPS_DIR).to_pandas().sort_values(["episode", "step"], ignore_index=True)
     episodes = pq.read_table(folder / EPISODES_DIR).to_pandas().sort_values("episode", ignore_index=True)
     return steps, episodes
+
+
+# What the exporters and the replay read of a dataset: the summary's keys (with their types), the tables' columns
+SUMMARY_KEYS = {"env": str, "backend": str, "observation": str, "image_format": str, "policy": str, "seed": int,
+                "episodes": int}
+STEP_COLUMNS = ("episode", "step", "action", "reward", "terminated", "truncated")
+EPISODE_COLUMNS = ("episode", "seed", "length", "success", "return")
+
+
+def read_checked(folder: str | Path):
+    """(summary, steps, episodes) of the rollouts dataset in `folder`, checked before anything is made of it:
+    the summary's keys and types, each table's columns, and every episode against its steps (its id once, its
+    length, its steps numbered 0, 1, ... in order). A steps file copied over another keeps the total row count
+    and passed the old check, which compared totals only: a LeRobot dataset then said 3 episodes and held one
+    of them twice (issue 53). FileNotFoundError without a summary; ValueError naming the first mismatch."""
+    folder = Path(folder)
+    if not (folder / SUMMARY_FILE).is_file():
+        raise FileNotFoundError(f"{folder} is not a rollouts dataset (no {SUMMARY_FILE})")
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{folder / SUMMARY_FILE} is not JSON: {exc}") from None
+    if not isinstance(summary, dict):
+        raise ValueError(f"{folder / SUMMARY_FILE} holds a {type(summary).__name__}, not a rollouts summary")
+    wrong = [f"{key} ({kind.__name__})" for key, kind in SUMMARY_KEYS.items()
+             if not isinstance(summary.get(key), kind) or isinstance(summary.get(key), bool)]
+    if wrong:
+        raise ValueError(f"{folder / SUMMARY_FILE} lacks {', '.join(wrong)}")
+    for name in (STEPS_DIR, EPISODES_DIR):
+        if not (folder / name).is_dir() or not any((folder / name).glob("*.parquet")):
+            raise ValueError(f"{folder} has no {name}/*.parquet")
+    steps, episodes = read_dataset(folder)
+    for table, name, columns in ((steps, STEPS_DIR, STEP_COLUMNS), (episodes, EPISODES_DIR, EPISODE_COLUMNS)):
+        if missing := [c for c in columns if c not in table.columns]:
+            raise ValueError(f"{folder / name} lacks the columns {', '.join(missing)}")
+    check_episodes(steps, episodes, summary, folder)
+    return summary, steps, episodes
+
+
+def check_episodes(steps, episodes, summary: dict, folder: Path) -> None:
+    """ValueError unless each episode of the episodes table is there once, with `length` steps in the steps
+    table numbered 0..length-1 (both tables sorted as read_dataset sorts them), and the summary counts them."""
+    ids = episodes["episode"]
+    if ids.duplicated().any():
+        raise ValueError(f"{folder}: episode {ids[ids.duplicated()].iloc[0]} is listed twice")
+    if len(ids) != summary["episodes"]:
+        raise ValueError(f"{folder}: {SUMMARY_FILE} counts {summary['episodes']} episodes, {EPISODES_DIR} lists {len(ids)}")
+    counts = steps.groupby("episode").size()
+    if extra := sorted(set(counts.index) - set(ids)):
+        raise ValueError(f"{folder}: the steps of episode {extra[0]} belong to no listed episode")
+    for episode, length in zip(ids, episodes["length"]):
+        if counts.get(episode, 0) != length:
+            raise ValueError(f"{folder}: episode {episode} has {counts.get(episode, 0)} steps, its length is {length}")
+    numbered = steps.groupby("episode").cumcount()
+    if (misplaced := steps["step"].to_numpy() != numbered.to_numpy()).any():
+        row = steps[misplaced].iloc[0]
+        raise ValueError(f"{folder}: episode {row['episode']}'s steps are not numbered 0, 1, ... (step {row['step']} "
+                         f"where step {numbered[misplaced].iloc[0]} belongs)")

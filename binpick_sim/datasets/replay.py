@@ -8,13 +8,12 @@ when the bytes differ), so a faithful replay gives a difference of exactly 0.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .parquet import SUMMARY_FILE, observation_columns, read_dataset
+from .parquet import observation_columns, read_checked
 
 
 @dataclass
@@ -63,11 +62,7 @@ def replay(folder: str | Path, env_options: dict | None = None) -> ReplayResult:
 
     from .. import envs  # noqa: F401  (registers the env ids)
 
-    folder = Path(folder)
-    if not (folder / SUMMARY_FILE).is_file():
-        raise FileNotFoundError(f"{folder} is not a rollouts dataset (no {SUMMARY_FILE})")
-    meta = json.loads((folder / SUMMARY_FILE).read_text())
-    steps, episodes = read_dataset(folder)
+    meta, steps, episodes = read_checked(folder)
     columns = [c for c in steps.columns if c.startswith("observation.")]
     env = gym.make(meta["env"], backend=meta["backend"], observation=meta["observation"],
                    **{**meta.get("env_options", {}), **(env_options or {})})

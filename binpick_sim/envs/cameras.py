@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 from ..cell.vision.labels import CODES
-from ..config import CameraConfig, Config
+from ..config import CameraConfig, Config, replaced
 
 PRESETS = ("pick_bin",)
 SEGMENTATION_LOW = min(CODES.values())  # the lowest id a segmentation observation holds (labels.CELL)
@@ -33,9 +33,9 @@ def pick_bin_camera(config: Config) -> CameraConfig:
     position = (bx + across * math.cos(yaw), by + across * math.sin(yaw),
                 bz + pick.wall_thickness + PICK_BIN_DISTANCE * math.sin(pitch))
     fov = math.degrees(2 * math.atan(max(pick.size[:2]) * PICK_BIN_MARGIN / 2 / PICK_BIN_DISTANCE))
-    return dataclasses.replace(config.camera, parent="world", position=position,
-                               orientation_deg=(0.0, PICK_BIN_PITCH_DEG, pick.orientation_deg[2] + 180.0),
-                               fov_deg=fov, near=0.05, far=1.5)
+    return replaced(config.camera, "camera.", parent="world", position=position,
+                    orientation_deg=(0.0, PICK_BIN_PITCH_DEG, pick.orientation_deg[2] + 180.0),
+                    fov_deg=fov, near=0.05, far=1.5)
 
 
 def with_preset(config: Config, preset: str | None) -> Config:
@@ -44,4 +44,4 @@ def with_preset(config: Config, preset: str | None) -> Config:
         return config
     if preset not in PRESETS:
         raise ValueError(f"camera_preset must be one of {PRESETS} or None, got {preset!r}")
-    return dataclasses.replace(config, camera=pick_bin_camera(config))
+    return dataclasses.replace(config, camera=pick_bin_camera(config))  # a camera checked as a whole: replaced

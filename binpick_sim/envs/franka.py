@@ -10,7 +10,6 @@ loaded: a new env, to be reset before use (a PyBullet world or a ROS process can
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 import os
@@ -22,7 +21,7 @@ from gymnasium import spaces
 
 from ..cell.arm import JOINT_NAMES, urdf_joint_limits
 from ..cell.ik import clip
-from ..config import load_config
+from ..config import load_config, with_changes
 from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
@@ -111,10 +110,13 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         self.render_depth, self.until_reached = bool(render_depth), bool(until_reached)
         config = with_preset(load_config(config_file or default_config()), camera_preset)
         if camera_size is not None:
-            width, height = camera_size
-            config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=width, height=height))
+            try:
+                width, height = camera_size
+            except (TypeError, ValueError):
+                raise ValueError(f"camera_size must be (width, height) in pixels, got {camera_size!r}") from None
+            config = with_changes(config, camera={"width": width, "height": height})
         if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
-            config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
+            config = with_changes(config, simulation={"renderer": renderer})
         self.config = config
         self.observation_mode = observation
         self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
@@ -413,8 +415,7 @@ class FrankaDeltaEnv(FrankaEnv):
         if self.observation_mode != "image":
             return config
         height, width = self.downsample
-        camera = dataclasses.replace(config.camera, width=width, height=height, aspect=config.camera.view_aspect)
-        return dataclasses.replace(config, camera=camera)
+        return with_changes(config, camera={"width": width, "height": height, "aspect": config.camera.view_aspect})
 
     def _camera_changes(self, changes: dict) -> dict:
         """A new image size asked for (render_width / render_height) becomes the view's shape: the observation

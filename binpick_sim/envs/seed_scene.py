@@ -7,11 +7,9 @@ kept apart from the env's own step, spaces and observations. It uses the env's `
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from ..config import load_config
+from ..config import load_config, with_changes
 from ..paths import default_config
 from .backends import make_backend
 
@@ -31,12 +29,10 @@ class SeedSceneApi:
         base = self._scene_base
         if mode == "two_arms":
             config = load_config(default_config().parent / "scene_two_arms.yaml")
-            size = dict(width=base.camera.width, height=base.camera.height)
-            config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, **size),
-                                         simulation=dataclasses.replace(config.simulation,
-                                                                        renderer=base.simulation.renderer))
+            config = with_changes(config, camera={"width": base.camera.width, "height": base.camera.height},
+                                  simulation={"renderer": base.simulation.renderer})
         else:
-            config = dataclasses.replace(base, scene=dataclasses.replace(base.scene, object_set=mode))
+            config = with_changes(base, scene={"object_set": mode})
         name, images, gui, options = self._backend_args
         self.close()
         self.config, self.scene_mode = config, mode

@@ -158,6 +158,39 @@ def test_a_flood_of_oversized_actions_is_refused_without_keeping_memory(ros_cont
         process.stop()
 
 
+BURSTS, BURST, HUGE_EVERY = 5, 3000, 30  # issue 53's flood: bursts of 3,000 actions, one in 30 of 10**6 values
+
+
+@pytest.mark.slow
+def test_bursts_of_huge_messages_leave_memory_at_a_plateau(ros_context, tmp_path):
+    """Bursts of actions with a huge one among small ones (issue 53): the sim grew ~130 MB a burst without end,
+    every message refused or taken in time. A reliable reader's samples keep the size of the largest message
+    they held, and Fast DDS allowed 5000 of them; config/fastdds.xml allows 16 (doc/robustness.md). After
+    the first burst, the others add next to nothing."""
+    from binpick_sim.nodes.process.spawn import SimProcess
+
+    process = SimProcess({"robot_interface": True, "camera": False}, log=tmp_path / "sim.log")
+    client = SimClient("burster", context=ros_context, topics={"robot/accepted": Int64MultiArray})
+    try:
+        actions = client.node.create_publisher(Float64MultiArray, "robot/desired_actions", 100)
+        client.spin_until(lambda: (process.check_alive(), actions.get_subscription_count() > 0)[1], 120,
+                          "the robot node")
+        huge, small = Float64MultiArray(data=[1.0] * 1_000_000), Float64MultiArray(data=[1.0] * 37)
+        after = []
+        for _ in range(BURSTS):
+            for i in range(BURST):
+                actions.publish(huge if i % HUGE_EVERY == 0 else small)
+                if i % 100 == 0:
+                    client.spin_for(0.01)
+            client.spin_for(2.0)
+            process.check_alive()
+            after.append(rss_mb(process.process.pid))
+        assert after[-1] - after[0] < 40, f"RSS after each burst: {[round(m) for m in after]} MB"
+    finally:
+        client.close()
+        process.stop()
+
+
 # --- 6 and 9: every camera parameter is checked, alone and as a whole, before the renderer sees it ---------
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -217,9 +218,23 @@ def test_the_start_watchdog_reads_its_variable(capsys):
     assert bound() == start_watchdog.START_WATCHDOG_DEFAULT
     assert bound("2.5") == 2.5
     assert bound("0") is None
-    for bad in ("soon", "-1", "nan", "inf"):
+    for bad in ("soon", "-1", "nan", "-inf"):
         assert bound(bad) == start_watchdog.START_WATCHDOG_DEFAULT
         assert f"{start_watchdog.START_WATCHDOG}='{bad}' is not a number of seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["9.3e9", "1e18", "1e308", "inf", str(2 ** 63)])
+def test_a_start_watchdog_bound_past_what_the_platform_can_time_means_off(capsys, value):
+    """faulthandler's timer raised OverflowError from 9.3e9 s on (issue 53): `sim` exited 1 at its start."""
+    assert start_watchdog.arm({start_watchdog.START_WATCHDOG: value}) is None
+    assert capsys.readouterr().err == ""
+
+
+def test_the_longest_bound_the_platform_can_time_arms_the_watchdog():
+    longest = threading.TIMEOUT_MAX - start_watchdog.GIL_GRACE
+    watchdog = start_watchdog.arm({start_watchdog.START_WATCHDOG: repr(longest)})
+    assert watchdog is not None and watchdog.seconds == longest
+    watchdog.cancel()
 
 
 def run_python(code: str, *args: str, timeout: float) -> subprocess.CompletedProcess:

@@ -30,17 +30,21 @@ GIL_GRACE = 2.0  # s past the bound without the GIL: the start holds it in C, an
 
 
 def bound(environ=os.environ) -> float | None:
-    """The bound BINPICK_START_WATCHDOG sets (default 60 s; 0 turns the watchdog off: None). A value that
-    is no number of seconds >= 0 gets one line on stderr and the default."""
+    """The bound BINPICK_START_WATCHDOG sets (default 60 s), None for off: 0, and any bound past what the
+    platform can time (threading.TIMEOUT_MAX, about 292 years; faulthandler's timer raised OverflowError
+    there and stopped the start), inf included. A value that is no number of seconds >= 0 gets one line on
+    stderr and the default."""
     text = environ.get(START_WATCHDOG, "").strip()
     try:
         seconds = float(text) if text else START_WATCHDOG_DEFAULT
     except ValueError:
         seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
+    if math.isnan(seconds) or seconds < 0:
         print(f"binpick_sim: {START_WATCHDOG}={text!r} is not a number of seconds >= 0; using "
               f"{START_WATCHDOG_DEFAULT:g}", file=sys.stderr)
         seconds = START_WATCHDOG_DEFAULT
+    if seconds + GIL_GRACE > threading.TIMEOUT_MAX:
+        return None
     return seconds or None
 
 

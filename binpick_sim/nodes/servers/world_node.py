@@ -1,7 +1,6 @@
 """The `world` node: owns the simulation and its physics thread; serves /clock, resets and markers."""
 from __future__ import annotations
 
-import dataclasses
 
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
@@ -11,7 +10,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ...cell import sanity
 from ...cell.bin_shake import MAX_AMPLITUDE, MAX_DURATION, MAX_FREQUENCY
-from ...config import load_config
+from ...config import load_config, with_changes
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
 from ...cell.shapes import Geometry
@@ -61,8 +60,7 @@ class WorldNode(Node):
         renderer = declare(self, "renderer", sim_config.renderer, "Camera renderer: auto, tiny, egl or gui (doc/cameras.md: "
                            "Renderers); the scene file's simulation.renderer unless set.", read_only=True,
                            check=renderer_problem)
-        sim_config = dataclasses.replace(sim_config, renderer=renderer)
-        self.config = dataclasses.replace(self.config, simulation=sim_config)
+        self.config = with_changes(self.config, simulation={"renderer": renderer})
         objects_rate = declare(self, "objects_rate", 10.0, "Rate of world/objects in Hz of sim time.",
                                read_only=True, low=MIN_RATE, high=MAX_RATE)
         self.camera_enabled = declare(self, "camera", True, "Start the camera node in this process.",
@@ -96,8 +94,7 @@ class WorldNode(Node):
         rate = declare(self, "robot_interface_rate", 1000.0, "Physics (and control) rate in Hz when the robot "
                        "interface is served.", read_only=True, low=MIN_PHYSICS_RATE, high=MAX_PHYSICS_RATE)
         if self.robot_interface:
-            sim_config = dataclasses.replace(sim_config, timestep=1.0 / rate)
-            self.config = dataclasses.replace(self.config, simulation=sim_config)
+            self.config = with_changes(self.config, simulation={"timestep": 1.0 / rate})
         # Without a camera, robot interface, reasoner (or GUI: cell/sim.py) nothing draws this world (a
         # state-only gym env's sim): its arms load without their visual meshes, which cost ~50 ms a reset
         drawn = self.camera_enabled or self.robot_interface or self.reasoning_enabled
