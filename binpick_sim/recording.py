@@ -54,7 +54,8 @@ class Recorder:
     """`with Recorder(out, topics, context=...) as recorder: ...` records until the block ends."""
 
     def __init__(self, out: str | Path, topics=DEFAULT_TOPICS, context=None, namespace: str = "",
-                 discovery_timeout: float = 15.0, depth: int = 100):
+                 discovery_timeout: float = 15.0, depth: int = 100, on_failure=lambda: None):
+        """`on_failure()`: called (from the recording thread) when writing the bag fails; `failed` holds why."""
         out = Path(out)
         if out.exists():
             raise FileExistsError(f"{out} exists: a bag is never overwritten (nothing was recorded)")
@@ -66,6 +67,8 @@ class Recorder:
         self._lock = threading.Lock()
         self._clock_ns: int | None = None
         self._pending: list = []
+        self.failed: OSError | None = None
+        self.on_failure = on_failure
 
     def __enter__(self):
         import rclpy
@@ -76,7 +79,11 @@ class Recorder:
         from rosgraph_msgs.msg import Clock
 
         self.node = rclpy.create_node("binpick_recorder", namespace=self.namespace or None, context=self.context)
-        names = [self.node.resolve_topic_name(t) for t in self.topics]
+        try:
+            names = [self._resolved(t) for t in self.topics]
+        except ValueError:
+            self.node.destroy_node()
+            raise
         types = self._discover(names)
         try:  # before the bag is created: a type that cannot be recorded leaves nothing behind
             classes = {name: message_class(types[name]) for name in names}
@@ -108,6 +115,20 @@ class Recorder:
         self._thread = threading.Thread(target=self._spin, name="recorder", daemon=True)
         self._thread.start()
         return self
+
+    def _resolved(self, topic: str) -> str:
+        """The topic's full name in the recorder's namespace; ValueError with rcl's reason for one that is no
+        topic name (`a b`, `//x`, 300 characters: rcl's RCLError, a traceback in `record`, before)."""
+        from rclpy.exceptions import InvalidTopicNameException
+        from rclpy.validate_full_topic_name import validate_full_topic_name
+
+        try:
+            name = self.node.resolve_topic_name(topic)
+            validate_full_topic_name(name)
+            return name
+        except (InvalidTopicNameException, RuntimeError) as exc:  # (rclpy's RCLError is a RuntimeError)
+            reason = str(exc).split(", at /")[0].removeprefix("failed to resolve name: ")
+            raise ValueError(f"{topic[:80]!r} is not a topic name: {reason}") from None
 
     def _spin(self) -> None:
         """The executor's loop, ended by `_stop` rather than by `executor.shutdown` from another thread:
@@ -154,7 +175,16 @@ class Recorder:
                 self._write(connection, data)
 
     def _write(self, connection, data: bytes) -> None:
-        self.writer.write(connection, self._clock_ns, data)
+        """One message into the bag; the first write that fails (a full disk) ends the recording: what came
+        before stays, nothing after it is tried, and `on_failure` is told."""
+        if self.failed is not None:
+            return
+        try:
+            self.writer.write(connection, self._clock_ns, data)
+        except OSError as exc:
+            self.failed = exc
+            self.on_failure()
+            return
         self.counts[connection.topic] += 1
 
     def __exit__(self, *exc) -> None:
@@ -163,7 +193,10 @@ class Recorder:
         self.executor.shutdown(timeout_sec=5.0)
         self.node.destroy_node()
         with self._lock:
-            self.writer.close()  # writes metadata.yaml with the counts, start time and duration
+            try:
+                self.writer.close()  # writes metadata.yaml with the counts, start time and duration
+            except OSError as exc:  # no room for the bag's index or metadata.yaml either
+                self.failed = self.failed or exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,9 +229,16 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(number, lambda *_: stop.set())
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     try:
-        with Recorder(args.out, args.topics, namespace=args.namespace) as recorder:
-            stop.wait(args.duration)  # None: until a signal
-        print(f"{args.out}: " + ", ".join(f"{t} {n}" for t, n in recorder.counts.items()))
+        with Recorder(args.out, args.topics, namespace=args.namespace, on_failure=stop.set) as recorder:
+            stop.wait(args.duration)  # None: until a signal (or a write that failed)
+        counts = ", ".join(f"{t} {n}" for t, n in recorder.counts.items())
+        if recorder.failed is not None:
+            whole = (args.out / "metadata.yaml").is_file()
+            print(f"record: error: writing {args.out} failed ({recorder.failed.strerror or recorder.failed}); it keeps "
+                  f"what came before ({counts}){'' if whole else ', without its index and metadata.yaml'}",
+                  file=sys.stderr)
+            return 1
+        print(f"{args.out}: {counts}")
         return 0
     except (FileExistsError, ValueError, TimeoutError) as exc:
         print(f"record: error: {exc}", file=sys.stderr)

@@ -46,7 +46,22 @@ def load_config(path: str | Path) -> Config:
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing aliases and nesting deeper than MAX_DEPTH before building anything."""
+    """PyYAML's safe loader, refusing aliases and nesting deeper than MAX_DEPTH before building anything, and a
+    key given twice in one mapping (PyYAML keeps the last one silently: `seed: 1` then `seed: 2` gave 2)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # a key that cannot be a scene file's key (a list): the build names it
+                continue
+            if duplicate:
+                raise ConfigError(f"{_where(key_node.start_mark, self)}: the key {_short(repr(key), 40)} is given "
+                                  "twice in one mapping")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):

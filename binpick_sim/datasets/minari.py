@@ -44,6 +44,26 @@ def default_id(meta: dict) -> str:
     return f"binpick_sim/{kebab}/{policy}-v0"
 
 
+MAX_ID_PART = 200  # characters of one part of an id: each part is a folder name, and file systems stop at 255
+
+
+def checked_id(dataset_id: str) -> str:
+    """`dataset_id` if Minari's own parser takes it as `(namespace/)name-v(version)` and each part can be a
+    folder; ValueError before anything is replayed otherwise (an id without its version raised TypeError inside
+    Minari; one of 5000 characters failed only when the files were written)."""
+    from minari.dataset.minari_dataset import parse_dataset_id
+
+    try:
+        parse_dataset_id(dataset_id)
+    except (ValueError, TypeError):
+        raise ValueError(f"{dataset_id[:80]!r} is not a Minari dataset id: (namespace/)name-v(version), e.g. "
+                         "binpick_sim/franka-delta/scripted-v0") from None
+    if any(len(part) > MAX_ID_PART for part in dataset_id.split("/")):
+        raise ValueError(f"{dataset_id[:80]!r}...: each part of a Minari dataset id is a folder name, at most "
+                         f"{MAX_ID_PART} characters")
+    return dataset_id
+
+
 def _fixed_info(info: dict) -> dict:
     """The info fields of one shape (INFO_KEYS), typed, so that Minari can stack them."""
     return {k: kind(info[k]) for k, kind in INFO_KEYS.items() if k in info}
@@ -102,7 +122,7 @@ def to_minari(folder: str | Path, dataset_id: str | None = None, env_options: di
     from .. import envs  # noqa: F401  (registers the env ids)
 
     meta, steps, episodes = read_checked(folder)
-    dataset_id = dataset_id or default_id(meta)
+    dataset_id = checked_id(dataset_id or default_id(meta))
     if dataset_id in minari.list_local_datasets():
         raise FileExistsError(f"Minari dataset {dataset_id} exists: choose another --id (nothing was written)")
     columns = [c for c in steps.columns if c.startswith("observation.")]

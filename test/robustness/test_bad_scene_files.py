@@ -98,6 +98,23 @@ def test_unknown_key_is_a_typo(tmp_path, scene_data):
         load_config(write(tmp_path, scene_data))
 
 
+@pytest.mark.parametrize("where", ["top", "nested"])
+def test_a_key_given_twice_is_refused_naming_it_and_its_line(tmp_path, where):
+    """PyYAML keeps the last of two equal keys without a word; a scene file that says a value twice is a
+    mistake of one of them (issue 53, item 7)."""
+    text = default_config().read_text()
+    if where == "top":
+        text += "\nsimulation:\n  seed: 1\n"
+        match = r"line \d+, column 1: the key 'simulation' is given twice"
+    else:
+        text = text.replace("simulation:\n", "simulation:\n  seed: 1\n  seed: 2\n", 1)
+        match = r"line \d+, column 3: the key 'seed' is given twice"
+    path = tmp_path / "twice.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_config(path)
+
+
 def test_unreadable_and_invalid_files(tmp_path):
     with pytest.raises(ConfigError, match="cannot read the scene file"):
         load_config(tmp_path / "missing.yaml")

@@ -110,3 +110,18 @@ def test_the_minari_export_and_the_replay_refuse_it_too(tmp_path, capsys, comman
     assert code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(prefix) and "episode 0 has 10 steps" in lines[0], lines
+
+
+@pytest.mark.parametrize("dataset_id, says", [
+    ("../../elsewhere-v0", "is not a Minari dataset id"),
+    ("a b-v0", "is not a Minari dataset id"),
+    ("no_version", "is not a Minari dataset id"),
+    ("binpick_test/" + "x" * 5000 + "-v0", "at most 200 characters"),
+], ids=["path", "space", "no version", "5000 characters"])
+def test_a_minari_id_that_minari_would_refuse_is_refused_before_the_replay(tmp_path, capsys, dataset_id, says):
+    pytest.importorskip("minari", reason="needs minari (requirements-datasets.txt, installed by make test)")
+    from binpick_sim.datasets.minari import main
+
+    assert main([str(write(tmp_path / "dataset")), "--id", dataset_id]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("minari export: error: ") and says in lines[0], lines
