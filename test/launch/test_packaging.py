@@ -31,8 +31,8 @@ def install(tmp_path_factory):
 def test_colcon_installs_what_ros2_tools_look_for(install):
     share = install / "share" / "binpick_sim"
     assert (install / "share" / "ament_index" / "resource_index" / "packages" / "binpick_sim").is_file()
-    for relative in ("package.xml", "config/scene.yaml", "launch", "urdf", "config/moveit/binpick_cell.srdf",
-                     "config/moveit/joint_limits.yaml"):
+    for relative in ("package.xml", "config/scene.yaml", "launch", "urdf", "config/binpick_cell.srdf",
+                     "config/joint_limits.yaml"):
         assert (share / relative).exists(), relative
     for executable in ("sim", "demo", "rollouts"):
         assert os.access(install / "lib" / "binpick_sim" / executable, os.X_OK), executable

@@ -1,5 +1,5 @@
 """What a MoveIt-style planner reads from the simulation alone: the URDF and SRDF as latched topics, the
-semantic description's groups and collision matrix (config/moveit/, checked against the cell by
+semantic description's groups and collision matrix (config/, checked against the cell by
 sampling), the limits it enforces, the frames it would put on TF, and the planning scene in moveit_msgs
 (skipped, naming it, where moveit_msgs is not installed; CI installs ../shared/ros-tools)."""
 import xml.etree.ElementTree as ET
@@ -18,7 +18,7 @@ from binpick_sim.description import cell_description
 from binpick_sim.paths import share_dir
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-MOVEIT = share_dir() / "config" / "moveit"
+MOVEIT = share_dir() / "config"
 needs_moveit_msgs = pytest.mark.skipif(ros_env.missing("moveit_msgs", "shape_msgs") is not None,
                                        reason=str(ros_env.missing("moveit_msgs", "shape_msgs")))
 
@@ -234,7 +234,7 @@ def hold_an_object(sim):
     return obj.name
 
 
-# --- C: config/moveit/ and moveit.launch.py ----------------------------------------------------------------------
+# --- C: the MoveIt files of config/ and moveit.launch.py ----------------------------------------------------------------------
 
 def load_launch_file():
     import importlib.util

@@ -2,7 +2,7 @@
 owns them):
 
 - `robot_description` (std_msgs/String): the cell's URDF (description.py), and
-  `robot_description_semantic`: its SRDF (config/moveit/, semantics.py); both reliable and transient
+  `robot_description_semantic`: its SRDF (config/binpick_cell.srdf, semantics.py); both reliable and transient
   local, as robot_state_publisher and MoveIt publish them, so a planner started later gets them;
 - `/tf_static`: the cameras' frames (again whenever a camera is moved), and `/tf`: the objects' frames
   at the world's objects rate; with `publish_robot_tf`, also every arm link's, for a simulation run
@@ -40,7 +40,7 @@ class DescriptionTopics:
         if self.srdf is not None:
             self.semantic_publisher.publish(String(data=self.srdf))
         else:
-            node.get_logger().warning("no robot_description_semantic: config/moveit/binpick_cell.srdf describes a cell "
+            node.get_logger().warning("no robot_description_semantic: config/binpick_cell.srdf describes a cell "
                                       "of one arm (write one for this scene with binpick_sim.tools.moveit_config)")
         self.tf = tf_available()
         if self.tf:
