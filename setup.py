@@ -33,9 +33,13 @@ def panda_meshes() -> list[tuple[str, list[str]]]:
               "need them: rosdep install --from-paths src ... installs pybullet before the build)", file=sys.stderr)
         return []
     panda = Path(pybullet_data.getDataPath()) / "franka_panda"
+    here = Path(__file__).resolve().parent
+
+    def relative(path: Path) -> str:  # colcon takes data_files relative to the package only
+        return os.path.relpath(path, here)
     target = f"share/{PACKAGE}/meshes/franka_panda"
-    return [(target, [str(panda / "LICENSE.txt")])] + [
-        (f"{target}/{kind}", sorted(str(f) for f in (panda / "meshes" / kind).iterdir() if f.is_file()))
+    return [(target, [relative(panda / "LICENSE.txt")])] + [
+        (f"{target}/{kind}", sorted(relative(f) for f in (panda / "meshes" / kind).iterdir() if f.is_file()))
         for kind in ("visual", "collision")]
 
 
