@@ -92,11 +92,10 @@ def generate_launch_description():
                            parameters=[{**sim_parameters, "trajectory_actions": False}],
                            remappings=[("joint_states", "binpick/joint_states")], condition=control)
 
-    def state_publishers(context):
-        """One robot_state_publisher, or one per arm (in its namespace) for a scene of several arms."""
-        arms = _arm_namespaces(arg("config").perform(context))
+    def check_ros2_control(context):
+        """Before anything starts: ros2_control:=true needs it installed, and a scene of one arm."""
         if arg("ros2_control").perform(context).lower() == "true":
-            if arms != [None]:
+            if _arm_namespaces(arg("config").perform(context)) != [None]:
                 raise RuntimeError("ros2_control:=true drives one arm: the scene has several")
             from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 
@@ -104,6 +103,11 @@ def generate_launch_description():
                 get_package_prefix("controller_manager")
             except PackageNotFoundError:
                 raise RuntimeError(ROS2_CONTROL_HINT) from None
+        return []
+
+    def state_publishers(context):
+        """One robot_state_publisher, or one per arm (in its namespace) for a scene of several arms."""
+        arms = _arm_namespaces(arg("config").perform(context))
         return [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
                      namespace=name, ros_arguments=log, condition=IfCondition(arg("publish_description")),
                      parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
@@ -122,5 +126,5 @@ def generate_launch_description():
                 parameters=[{"use_sim_time": arg("use_sim_time")}])
     return LaunchDescription(
         [DeclareLaunchArgument(name, default_value=default, description=text) for name, default, text in ARGUMENTS]
-        + [GroupAction([PushRosNamespace(arg("namespace")), sim, sim_for_control, state_publisher, control_node,
-                        spawner, rviz])])
+        + [GroupAction([PushRosNamespace(arg("namespace")), OpaqueFunction(function=check_ros2_control), sim,
+                        sim_for_control, state_publisher, control_node, spawner, rviz])])
