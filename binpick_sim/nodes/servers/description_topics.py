@@ -55,7 +55,7 @@ class DescriptionTopics:
             from tf2_msgs.msg import TFMessage
 
             self.TFMessage = TFMessage
-            self.static_publisher = node.create_publisher(TFMessage, "/tf_static", LATCHED)
+            self.static_publisher = None if state_publisher else node.create_publisher(TFMessage, "/tf_static", LATCHED)
             self.tf_publisher = node.create_publisher(TFMessage, "/tf", 100)
             self.static_sent = None
         else:
