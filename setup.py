@@ -19,6 +19,30 @@ EXECUTABLES = {
 }
 
 
+def panda_meshes() -> list[tuple[str, list[str]]]:
+    """pybullet_data's Panda meshes (and their licence) for share/binpick_sim/meshes/franka_panda/, the folder
+    the robot description's `package://binpick_sim/meshes/franka_panda/...` URIs name (description.py), so
+    RViz and MoveIt anywhere the package is installed find them through the ament index. Read from the
+    pybullet that rosdep installed before the build (package.xml's build_depend python3-pybullet-pip). Without
+    it (pip's isolated build of an editable install, where nothing reads the share) none are installed, and
+    description.local_meshes reads pybullet_data's own."""
+    try:
+        import pybullet_data
+    except ImportError:
+        print("binpick_sim: pybullet is not installed: no meshes in share/binpick_sim/meshes (RViz and MoveIt "
+              "need them: rosdep install --from-paths src ... installs pybullet before the build)", file=sys.stderr)
+        return []
+    panda = Path(pybullet_data.getDataPath()) / "franka_panda"
+    here = Path(__file__).resolve().parent
+
+    def relative(path: Path) -> str:  # colcon takes data_files relative to the package only
+        return os.path.relpath(path, here)
+    target = f"share/{PACKAGE}/meshes/franka_panda"
+    return [(target, [relative(panda / "LICENSE.txt")])] + [
+        (f"{target}/{kind}", sorted(relative(f) for f in (panda / "meshes" / kind).iterdir() if f.is_file()))
+        for kind in ("visual", "collision")]
+
+
 def executable_script(target: str, python: str) -> str:
     """An executable that imports its function and calls it, as pip writes console scripts. setuptools'
     own wrappers (what `colcon build` gets from `setup.py install`/`develop`) first look the distribution
@@ -65,9 +89,8 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*")),
         (f"share/{PACKAGE}/config", [f for f in glob("config/*") if Path(f).is_file()]),
-        (f"share/{PACKAGE}/config/moveit", glob("config/moveit/*")),
         (f"share/{PACKAGE}/urdf", glob("urdf/*")),
-    ],
+    ] + panda_meshes(),
     install_requires=["setuptools"],
     extras_require={"test": ["pytest"]},  # colcon test runs pytest only where pytest is a test dependency
     zip_safe=True,

@@ -3,8 +3,11 @@ PyBullet's own `franka_panda/panda.urdf` (the file the arm is loaded from) place
 base pose, the bins built from the scene file's boxes, and the camera frames where it mounts the
 camera. Generating it, rather than keeping a second hand-written copy, means the two cannot drift.
 
-Mesh URIs become `file://` paths into the installed `pybullet_data`, so RViz on the machine that runs
-the simulation finds them without any other package.
+The Panda's meshes are named by `package://binpick_sim/meshes/franka_panda/...` URIs: setup.py installs
+pybullet_data's own Panda meshes into the package's share under that name, so RViz or MoveIt on any
+machine with the package installed finds them through the ament index, as they find any robot's meshes
+(a `file://` path into this machine's site-packages opened nowhere else). `local_meshes` turns the URIs
+back into paths of this machine for a reader that takes only paths (PyBullet).
 """
 from __future__ import annotations
 
@@ -22,7 +25,19 @@ from .paths import default_config, share_dir
 
 PANDA_DIR = Path(pybullet_data.getDataPath()) / "franka_panda"
 OPTICAL_RPY = (-np.pi / 2, 0.0, -np.pi / 2)  # camera_link -> camera_optical_frame (REP 103)
-ROS2_CONTROL = "ros2_control.xml"  # the <ros2_control> block for topic_based_ros2_control, in urdf/
+ROS2_CONTROL = "ros2_control.xml"  # the <ros2_control> block (joint_state_topic_hardware_interface), in urdf/
+MESH_URI = "package://binpick_sim/meshes/franka_panda/"  # + visual/... or collision/...: where setup.py installs them
+
+
+def panda_meshes() -> Path:
+    """The folder MESH_URI names on this machine: the installed share's copy, else (a checkout) pybullet_data's."""
+    installed = share_dir() / "meshes" / "franka_panda"
+    return installed if installed.is_dir() else PANDA_DIR / "meshes"
+
+
+def local_meshes(urdf: str) -> str:
+    """The URDF with the Panda's mesh URIs as plain paths of this machine (PyBullet reads no package:// URI)."""
+    return urdf.replace(f'filename="{MESH_URI}', f'filename="{panda_meshes()}/')
 
 
 def cell_description(config: Config, ros2_control: bool = False, namespace: str = "") -> str:
@@ -78,7 +93,7 @@ def _add_panda(robot: ET.Element, arm: ArmConfig, prefix: str = "") -> None:
             for material in collision.findall("material"):  # only visuals may carry a material
                 collision.remove(material)
         for mesh in element.iter("mesh"):
-            mesh.set("filename", "file://" + str(PANDA_DIR / mesh.get("filename").removeprefix("package://")))
+            mesh.set("filename", MESH_URI + mesh.get("filename").removeprefix("package://meshes/"))
         robot.append(element)
 
 
@@ -137,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     URDF on stdout and nothing else; a bad scene file: one line on stderr naming the key, exit 2."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--config", type=Path, default=default_config(), help="scene file")
-    parser.add_argument("--ros2-control", action="store_true", help="add the topic_based_ros2_control block")
+    parser.add_argument("--ros2-control", action="store_true", help="add the <ros2_control> block (joint_state_topic_hardware_interface)")
     parser.add_argument("--namespace", default=None, help="namespace of the simulation the ros2_control "
                         "hardware talks to (default: __ns of --ros-args, else none)")
     args, rest = parser.parse_known_args(argv)  # launch and `ros2 run` may append --ros-args

@@ -1,7 +1,7 @@
 """The cell's semantic description (SRDF) for MoveIt-style planners: planning groups, end effector,
 named states and the link pairs whose collisions need not be checked. The groups and states follow
 from the scene file; the disabled pairs are computed once by sampling (tools/moveit_config.py, as
-MoveIt's setup assistant does) and kept in config/moveit/, since sampling takes a while.
+MoveIt's setup assistant does) and kept in config/ (with the other MoveIt files), since sampling takes a while.
 
 The URDF's root link is `world` (the arm is fixed to it at the scene's base pose), so the SRDF declares
 no virtual joint: MoveIt's stock Panda config adds one from `world` to `panda_link0`, which here would
@@ -31,7 +31,7 @@ FINGER_OPEN, FINGER_CLOSED = 0.04, 0.0
 
 
 def srdf_path() -> Path:
-    return share_dir() / "config" / "moveit" / "binpick_cell.srdf"
+    return share_dir() / "config" / "binpick_cell.srdf"
 
 
 SCENE_LINK = "scene"

@@ -4,7 +4,7 @@ scene (planning_scene_world: bins and object meshes), joint_states, and the task
 
 It builds its own collision model from them (a PyBullet client of its own: the URDF, the scene's boxes
 and meshes; the SRDF's disabled pairs skipped, as MoveIt does), plans with OMPL's RRTConnect in joint
-space, times the path within the limits the simulation enforces (config/moveit/joint_limits.yaml's
+space, times the path within the limits the simulation enforces (config/joint_limits.yaml's
 numbers are the URDF's velocities; this client stays at a fraction of them), and executes through
 FollowJointTrajectory and GripperCommand: open, above the highest object, down, close, up until the
 task node counts the grab. It reports the arm-bin contacts the task node saw (there must be none).
@@ -48,7 +48,9 @@ class CollisionModel:
 
     def __init__(self, urdf: str, srdf: str, scene_world):
         self.client = c = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
-        text = urdf.replace('filename="file://', 'filename="')  # PyBullet reads plain paths
+        from binpick_sim.description import local_meshes  # package://binpick_sim/... as the ament index resolves it
+
+        text = local_meshes(urdf)  # the mesh URIs as this machine's paths: PyBullet reads no package:// URI
         with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as file:
             file.write(text)
         self.robot = c.loadURDF(file.name, useFixedBase=True)

@@ -1,5 +1,9 @@
-"""MoveIt's move_group against the simulation, configured from config/moveit/ (where MoveIt is installed;
-it is C++ and not on PyPI).
+"""MoveIt's move_group against the simulation, configured from the MoveIt files of config/.
+
+MoveIt is not a dependency of binpick_sim (package.xml: it is large, and the simulation serves planners
+without it): install it with `sudo apt install ros-jazzy-moveit` (move_group is `moveit_ros_move_group`;
+the config also uses moveit_kinematics' KDL, moveit_planners_ompl and moveit_simple_controller_manager,
+all in that metapackage). Without it this launch file stops at once, saying so.
 
     ros2 launch binpick_sim moveit.launch.py [sim:=true] [config:=scene.yaml] [octomap:=false]
         [namespace:=cell1] [use_sim_time:=true] [log_level:=info]
@@ -9,6 +13,10 @@ takes the cell's URDF (description.py, as the simulation publishes it), the SRDF
 the OMPL pipeline and the controllers (the arm node's FollowJointTrajectory and GripperCommand), and
 reads the planning scene the world node publishes (planning_scene_world, collision_object,
 attached_collision_object); `octomap:=true` adds the camera's point cloud (sensors_3d.yaml).
+
+The files carry the names MoveIt's own `MoveItConfigsBuilder` (moveit_configs_utils) looks for in a package's
+config/, so `MoveItConfigsBuilder("binpick_cell", package_name="binpick_sim").to_moveit_configs()` reads
+them too (the URDF then comes from the robot_description topic, as the builder falls back to).
 """
 from pathlib import Path
 
@@ -31,11 +39,15 @@ ARGUMENTS = [
     ("log_level", "info", "Log level of move_group (and of the simulation, if started)."),
 ]
 FILES = ("binpick_cell.srdf", "kinematics.yaml", "joint_limits.yaml", "ompl_planning.yaml",
-         "moveit_controllers.yaml", "sensors_3d.yaml")
+         "moveit_controllers.yaml", "sensors_3d.yaml", "pilz_cartesian_limits.yaml")  # in config/
+MOVEIT_HINT = ("moveit.launch.py needs MoveIt's move_group (package moveit_ros_move_group), which is not "
+               "installed: sudo apt install ros-jazzy-moveit")
 
 
 def moveit_parameters(config_file: str, moveit_dir: Path, octomap: bool, use_sim_time: bool) -> list[dict]:
-    """move_group's parameters, as MoveIt 2 (Jazzy) reads them."""
+    """move_group's parameters, as MoveIt 2 (Jazzy) reads them. Of planning_scene_monitor_options Jazzy reads
+    only name, robot_description and wait_for_initial_state_timeout (MoveItCpp's PlanningSceneMonitorOptions):
+    joint states come from `joint_states` in move_group's namespace, the simulation's own topic."""
     from binpick_sim.config import load_config
     from binpick_sim.description import cell_description
 
@@ -51,7 +63,7 @@ def moveit_parameters(config_file: str, moveit_dir: Path, octomap: bool, use_sim
         {"publish_planning_scene": True, "publish_geometry_updates": True, "publish_state_updates": True,
          "publish_transforms_updates": True, "publish_robot_description": False,
          "publish_robot_description_semantic": False, "planning_scene_monitor_options": {
-             "joint_state_topic": "joint_states", "wait_for_initial_state_timeout": 10.0}},
+             "wait_for_initial_state_timeout": 10.0}},
         {"use_sim_time": use_sim_time},
     ]
     if octomap:
@@ -62,7 +74,13 @@ def moveit_parameters(config_file: str, moveit_dir: Path, octomap: bool, use_sim
 
 def _move_group(context):
     arg = LaunchConfiguration
-    moveit_dir = Path(FindPackageShare("binpick_sim").perform(context)) / "config" / "moveit"
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        get_package_prefix("moveit_ros_move_group")
+    except PackageNotFoundError:
+        raise RuntimeError(MOVEIT_HINT) from None
+    moveit_dir = Path(FindPackageShare("binpick_sim").perform(context)) / "config"
     truth = {"true": True, "false": False}
     parameters = moveit_parameters(arg("config").perform(context), moveit_dir,
                                    truth[arg("octomap").perform(context).lower()],

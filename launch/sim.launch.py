@@ -3,18 +3,30 @@
     ros2 launch binpick_sim sim.launch.py [config:=scene.yaml] [rviz:=true] [gui:=false] [camera:=true]
         [namespace:=cell1] [use_sim_time:=true] [log_level:=info] [reasoning:=false] [robot_interface:=false]
         [simulation_interfaces:=true] [realtime_factor:=1.0]
-        [publish_description:=true]
+        [publish_description:=true] [ros2_control:=false]
 
 `ros2 launch binpick_sim sim.launch.py -s` lists the arguments with their descriptions.
 
 A scene of several arms (`arms:`, e.g. config/scene_two_arms.yaml) runs one robot_state_publisher per
 arm, in the arm's namespace, reading that arm's `<name>/joint_states`; each has the whole cell's
 description (every arm's links carry the arm's name, so their TF frames never clash).
+
+robot_state_publisher is then the one publisher of `robot_description` and of the description's fixed
+frames on /tf_static: the simulation is told so (its `robot_state_publisher` parameter) and publishes
+neither, only the objects' frames on /tf.
+
+`ros2_control:=true` (one arm) drives the arm through ros2_control instead of the arm node's own actions:
+`controller_manager`'s ros2_control_node with the description's <ros2_control> block (urdf/ros2_control.xml:
+joint_state_topic_hardware_interface/JointStateTopicSystem), the controllers of config/ros2_controllers.yaml
+spawned (joint_state_broadcaster, panda_arm_controller: JointTrajectoryController, panda_hand_controller:
+GripperActionController), and the simulation's joint states moved to `binpick/joint_states`, which the
+hardware interface reads, so that the broadcaster owns `joint_states`. It needs ros2_control, ros2_controllers
+and joint_state_topic_hardware_interface (not dependencies of the package: ROS2_CONTROL_HINT).
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, OpaqueFunction
-from launch.conditions import IfCondition
-from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution
+from launch.conditions import IfCondition, UnlessCondition
+from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import Node, PushRosNamespace
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackagePrefix, FindPackageShare
@@ -36,7 +48,14 @@ ARGUMENTS = [
      "itself publishes /clock."),
     ("log_level", "info", "Log level of every node: debug, info, warn, error or fatal."),
     ("publish_description", "true", "Run robot_state_publisher with the cell's URDF (robot, bins, camera)."),
+    ("ros2_control", "false", "Drive the arm through ros2_control (ros2_control_node, joint_state_topic_hardware_interface, "
+     "JointTrajectoryController and GripperActionController of config/ros2_controllers.yaml) instead of the arm "
+     "node's own actions; one arm; needs ros2_control installed."),
 ]
+ROS2_CONTROL_HINT = ("ros2_control:=true needs ros2_control, ros2_controllers and joint_state_topic_hardware_interface: "
+                     "sudo apt install ros-jazzy-ros2-control ros-jazzy-ros2-controllers "
+                     "ros-jazzy-joint-state-topic-hardware-interface")
+CONTROLLERS = ("joint_state_broadcaster", "panda_arm_controller", "panda_hand_controller")  # ros2_controllers.yaml
 
 
 def _arm_namespaces(config_file: str) -> list[str | None]:
@@ -53,27 +72,59 @@ def _arm_namespaces(config_file: str) -> list[str | None]:
 
 def generate_launch_description():
     arg = LaunchConfiguration
+    control = IfCondition(arg("ros2_control"))
     description = ParameterValue(
         Command([PathJoinSubstitution([FindPackagePrefix("binpick_sim"), "lib", "binpick_sim", "description"]),
-                 " --config ", arg("config")]), value_type=str)
+                 " --config ", arg("config"),
+                 PythonExpression(["' --ros2-control --namespace=/' if '", arg("ros2_control"), "'.lower() == 'true' "
+                                   "else ''"]), PythonExpression(["'", arg("namespace"), "'.strip('/') if '",
+                                                                  arg("ros2_control"), "'.lower() == 'true' else ''"])]),
+        value_type=str)
     log = ["--log-level", arg("log_level")]
-    sim = Node(package="binpick_sim", executable="sim", output="screen", ros_arguments=log,
-               parameters=[{"config": arg("config"), "gui": arg("gui"), "camera": arg("camera"),
-                            "reasoning": arg("reasoning"),
-                            "robot_interface": arg("robot_interface"), "realtime_factor": arg("realtime_factor"),
-                            "simulation_interfaces": arg("simulation_interfaces")}])
+    sim_parameters = {"config": arg("config"), "gui": arg("gui"), "camera": arg("camera"), "reasoning": arg("reasoning"),
+                      "robot_interface": arg("robot_interface"), "realtime_factor": arg("realtime_factor"),
+                      "simulation_interfaces": arg("simulation_interfaces"),
+                      "robot_state_publisher": arg("publish_description")}
+    sim = Node(package="binpick_sim", executable="sim", output="screen", ros_arguments=log, parameters=[sim_parameters],
+               condition=UnlessCondition(arg("ros2_control")))
+    # ros2_control:=true: the joint states moved aside for the hardware interface, the actions left to the controllers
+    sim_for_control = Node(package="binpick_sim", executable="sim", output="screen", ros_arguments=log,
+                           parameters=[{**sim_parameters, "trajectory_actions": False}],
+                           remappings=[("joint_states", "binpick/joint_states")], condition=control)
+
+    def check_ros2_control(context):
+        """Before anything starts: ros2_control:=true needs it installed, and a scene of one arm."""
+        if arg("ros2_control").perform(context).lower() == "true":
+            if _arm_namespaces(arg("config").perform(context)) != [None]:
+                raise RuntimeError("ros2_control:=true drives one arm: the scene has several")
+            from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+            try:
+                get_package_prefix("controller_manager")
+            except PackageNotFoundError:
+                raise RuntimeError(ROS2_CONTROL_HINT) from None
+        return []
 
     def state_publishers(context):
         """One robot_state_publisher, or one per arm (in its namespace) for a scene of several arms."""
+        arms = _arm_namespaces(arg("config").perform(context))
         return [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
                      namespace=name, ros_arguments=log, condition=IfCondition(arg("publish_description")),
                      parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
-                for name in _arm_namespaces(arg("config").perform(context))]
+                for name in arms]
 
     state_publisher = OpaqueFunction(function=state_publishers)
+    controllers = PathJoinSubstitution([FindPackageShare("binpick_sim"), "config", "ros2_controllers.yaml"])
+    # controller_manager (Jazzy) takes the description from the robot_description topic (robot_state_publisher's)
+    control_node = Node(package="controller_manager", executable="ros2_control_node", output="screen",
+                        ros_arguments=log, parameters=[controllers, {"use_sim_time": arg("use_sim_time")}],
+                        condition=control)
+    spawner = Node(package="controller_manager", executable="spawner", output="screen", ros_arguments=log,
+                   arguments=[*CONTROLLERS, "--controller-manager", "controller_manager"], condition=control)
     rviz = Node(package="rviz2", executable="rviz2", ros_arguments=log, condition=IfCondition(arg("rviz")),
                 arguments=["-d", PathJoinSubstitution([FindPackageShare("binpick_sim"), "config", "binpick.rviz"])],
                 parameters=[{"use_sim_time": arg("use_sim_time")}])
     return LaunchDescription(
         [DeclareLaunchArgument(name, default_value=default, description=text) for name, default, text in ARGUMENTS]
-        + [GroupAction([PushRosNamespace(arg("namespace")), sim, state_publisher, rviz])])
+        + [GroupAction([PushRosNamespace(arg("namespace")), OpaqueFunction(function=check_ros2_control), sim,
+                        sim_for_control, state_publisher, control_node, spawner, rviz])])

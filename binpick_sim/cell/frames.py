@@ -33,6 +33,21 @@ def camera_frames(sim) -> list[Frame]:
     return frames
 
 
+def cell_frames(sim, bases: bool = True) -> list[Frame]:
+    """The description's fixed frames the simulation publishes when no robot_state_publisher does: world ->
+    `scene` (the bins' link), the cameras' (camera_frames) and, with `bases`, world -> each arm's
+    panda_link0 at its base pose (as description.py fixes them; left out where robot_frames sends the
+    links)."""
+    c = sim.world.client
+    frames = [(WORLD, "scene", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))]
+    if bases:
+        for arm in sim.arms:
+            prefix = f"{arm.config.name}_" if sim.config.several_arms else ""
+            rotation = tuple(c.getQuaternionFromEuler(np.radians(arm.config.base_orientation_deg)))
+            frames.append((WORLD, prefix + "panda_link0", tuple(arm.config.base_position), rotation))
+    return frames + camera_frames(sim)
+
+
 def robot_frames(sim) -> list[Frame]:
     """world -> every link of every arm (names as the description's: prefixed with several arms), as
     PyBullet has them now."""

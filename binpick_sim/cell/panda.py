@@ -21,10 +21,12 @@ JOINT_NAMES = ARM_JOINT_NAMES + FINGER_JOINT_NAMES
 PANDA_URDF = "franka_panda/panda.urdf"  # in pybullet_data
 GRASP_TARGET_LINK = "panda_grasptarget"
 FINGER_LINKS = ("panda_leftfinger", "panda_rightfinger")
-# Joint acceleration limits [rad/s^2] of the Panda's datasheet (PyBullet's URDF has none); the fingers have
-# none. Trajectories whose points ask for more are refused (control/trajectory.py), and
-# config/moveit/joint_limits.yaml gives planners the same numbers.
-ACCELERATION_LIMITS = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0, float("inf"), float("inf"))
+# Joint acceleration limits [rad/s^2] of the Panda's datasheet (PyBullet's URDF has none) and, for the
+# fingers, 1 m/s^2 (moveit_resources' panda_moveit_config/config/joint_limits.yaml): MoveIt Jazzy's
+# AddTimeOptimalParameterization refuses a plan for a group with a joint that has no acceleration limit,
+# so the fingers need one too. Trajectories whose points ask for more are refused (control/trajectory.py),
+# and config/joint_limits.yaml gives planners the same numbers.
+ACCELERATION_LIMITS = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0, 1.0, 1.0)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Writes config/moveit/'s generated files from the cell itself:
+"""Writes the generated MoveIt files of config/ from the cell itself:
 
 - `binpick_cell.srdf`: groups, end effector and named states (semantics.py), and the link pairs whose
   collision checks a planner may skip, found as MoveIt's setup assistant finds them: links joined by a
@@ -11,7 +11,7 @@
 - `joint_limits.yaml`: the joints' position, velocity and acceleration limits exactly as the simulation
   enforces them (the URDF's, and the Panda's acceleration limits of cell/arm.py).
 
-    python -m binpick_sim.tools.moveit_config [--config scene.yaml] [--samples 10000] [--out config/moveit]
+    python -m binpick_sim.tools.moveit_config [--config scene.yaml] [--samples 10000] [--out config]
 
 A test checks that the kept files are what this writes (the limits) and that no disabled pair is seen
 touching in fresh random poses (the collision matrix).
@@ -31,7 +31,7 @@ from pybullet_utils import bullet_client
 
 from ..cell.arm import ACCELERATION_LIMITS, JOINT_NAMES
 from ..config import load_config
-from ..description import cell_description
+from ..description import cell_description, local_meshes
 from ..paths import default_config, share_dir
 from ..semantics import semantic_description
 
@@ -46,7 +46,7 @@ class CellModel:
     def __init__(self, urdf: str):
         self.client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         with tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False) as file:
-            file.write(urdf)
+            file.write(local_meshes(urdf))  # PyBullet reads plain paths, not package:// URIs
         self.body = self.client.loadURDF(file.name, useFixedBase=True)
         Path(file.name).unlink()
         c = self.client
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=default_config())
     parser.add_argument("--samples", type=int, default=10000)
-    parser.add_argument("--out", type=Path, default=share_dir() / "config" / "moveit")
+    parser.add_argument("--out", type=Path, default=share_dir() / "config")
     args = parser.parse_args(argv)
     config = load_config(args.config)
     args.out.mkdir(parents=True, exist_ok=True)

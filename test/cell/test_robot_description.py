@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from binpick_sim.cell.arm import JOINT_NAMES
-from binpick_sim.description import cell_description
+from binpick_sim.description import MESH_URI, cell_description, panda_meshes
 from binpick_sim.cell.sim import BinPickingSim
 
 from urdf_kinematics import forward_kinematics, parse
@@ -84,7 +84,7 @@ def test_the_bins_are_where_pybullet_has_them(mounted):
 def test_ros2_control_block_and_the_executable(config):
     text = cell_description(config, ros2_control=True)
     robot = parse(text)
-    assert "topic_based_ros2_control/TopicBasedSystem" in text
+    assert "<plugin>joint_state_topic_hardware_interface/JointStateTopicSystem</plugin>" in text
     block = ET.fromstring(text).find("ros2_control")
     assert [j.get("name") for j in block.findall("joint")] == list(JOINT_NAMES)
     assert robot.name == "binpick_cell"
@@ -92,4 +92,7 @@ def test_ros2_control_block_and_the_executable(config):
                              check=True, timeout=60).stdout
     assert parse(printed).link_map["camera_optical_frame"] is not None
     mesh = next(v.geometry.filename for v in parse(printed).link_map["panda_link3"].visuals)
-    assert mesh.startswith("file://") and Path(mesh.removeprefix("file://")).is_file()  # RViz can load it
+    # a package:// URI (RViz or MoveIt on another machine resolve it through the ament index), naming a file
+    # of the package's share (a checkout: pybullet_data's own copy)
+    assert mesh.startswith("package://binpick_sim/meshes/franka_panda/visual/"), mesh
+    assert (panda_meshes() / mesh.removeprefix(MESH_URI)).is_file()

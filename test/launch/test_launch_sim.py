@@ -69,6 +69,39 @@ class TheLaunchedSimulation(unittest.TestCase):
             with self.subTest(check=check.__name__):
                 check(self.client)
 
+    def test_one_publisher_per_description_and_transform(self):
+        """robot_state_publisher publishes robot_description and the URDF's fixed frames; the simulation neither
+        (it would have doubled both), only the objects on /tf. Read with tf2_ros's own Buffer and
+        TransformListener, as a user's node reads them. (The stand-in robot_state_publisher sends the fixed
+        frames as the real one does.)"""
+        missing = ros_env.missing("tf2_ros", "tf2_msgs")
+        if missing:
+            self.skipTest(missing)
+        import rclpy.time
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from tf2_msgs.msg import TFMessage
+        from tf2_ros import Buffer, TransformListener
+
+        node = self.client.node
+        buffer = Buffer()
+        TransformListener(buffer, node, spin_thread=False)
+        static, moving = [], []
+        node.create_subscription(TFMessage, "/tf_static", static.append, QoSProfile(
+            depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        node.create_subscription(TFMessage, "/tf", moving.append, 10)
+        self.client.spin_until(lambda: static and moving, 60, "/tf_static and /tf")
+        obj = moving[-1].transforms[0].child_frame_id
+        latest = rclpy.time.Time()
+        frames = ["scene", "panda_link0", "camera_link", "camera_optical_frame", obj]
+        self.client.spin_until(lambda: all(buffer.can_transform("world", f, latest) for f in frames), 60,
+                               "the cell's frames through tf2_ros")
+        self.client.spin_for(1.0)  # (a second publisher's latched /tf_static would be in by now)
+        children = [t.child_frame_id for message in static for t in message.transforms]
+        self.assertEqual(len(children), len(set(children)), children)
+        self.assertFalse(set(children) & {t.child_frame_id for m in moving for t in m.transforms})
+        self.assertEqual(node.count_publishers("/robot_description"), 1)
+        self.assertEqual(node.count_publishers("/tf_static"), 1)
+
     def test_robot_state_publisher_got_the_cells_description(self):
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import String

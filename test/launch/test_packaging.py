@@ -13,6 +13,8 @@ from rcl_interfaces.srv import GetParameters
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 REPO = Path(__file__).resolve().parents[2]
+FILES = ("binpick_cell.srdf", "kinematics.yaml", "joint_limits.yaml", "ompl_planning.yaml", "moveit_controllers.yaml",
+         "sensors_3d.yaml", "pilz_cartesian_limits.yaml")  # launch/moveit.launch.py's FILES
 COLCON = Path(sys.executable).parent / "colcon"
 
 
@@ -31,9 +33,20 @@ def install(tmp_path_factory):
 def test_colcon_installs_what_ros2_tools_look_for(install):
     share = install / "share" / "binpick_sim"
     assert (install / "share" / "ament_index" / "resource_index" / "packages" / "binpick_sim").is_file()
-    for relative in ("package.xml", "config/scene.yaml", "launch", "urdf", "config/moveit/binpick_cell.srdf",
-                     "config/moveit/joint_limits.yaml"):
+    for relative in ("package.xml", "config/scene.yaml", "launch", "urdf", "config/ros2_controllers.yaml"):
         assert (share / relative).exists(), relative
+    for name in FILES:  # the MoveIt files, where MoveItConfigsBuilder looks (test_moveit_config.py)
+        assert (share / "config" / name).is_file(), name
+    # every mesh the description names by package:// URI is in the share, as RViz resolves it there
+    from binpick_sim.config import load_config
+    from binpick_sim.description import MESH_URI, cell_description
+
+    meshes = re.findall(r'filename="([^"]+)"', cell_description(load_config(share / "config" / "scene.yaml")))
+    assert meshes and all(m.startswith(MESH_URI) for m in meshes)
+    for uri in meshes:
+        assert (share / "meshes" / "franka_panda" / uri.removeprefix(MESH_URI)).is_file(), uri
+    assert (share / "meshes" / "franka_panda" / "LICENSE.txt").is_file()
+    assert (share / "meshes" / "franka_panda" / "visual" / "link1.mtl").is_file()  # the OBJ's materials beside it
     for executable in ("sim", "demo", "rollouts"):
         assert os.access(install / "lib" / "binpick_sim" / executable, os.X_OK), executable
 

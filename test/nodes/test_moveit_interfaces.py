@@ -1,5 +1,5 @@
 """What a MoveIt-style planner reads from the simulation alone: the URDF and SRDF as latched topics, the
-semantic description's groups and collision matrix (config/moveit/, checked against the cell by
+semantic description's groups and collision matrix (config/, checked against the cell by
 sampling), the limits it enforces, the frames it would put on TF, and the planning scene in moveit_msgs
 (skipped, naming it, where moveit_msgs is not installed; CI installs ../shared/ros-tools)."""
 import xml.etree.ElementTree as ET
@@ -18,7 +18,7 @@ from binpick_sim.description import cell_description
 from binpick_sim.paths import share_dir
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-MOVEIT = share_dir() / "config" / "moveit"
+MOVEIT = share_dir() / "config"
 needs_moveit_msgs = pytest.mark.skipif(ros_env.missing("moveit_msgs", "shape_msgs") is not None,
                                        reason=str(ros_env.missing("moveit_msgs", "shape_msgs")))
 
@@ -130,17 +130,42 @@ def test_the_frames_match_the_description_and_pybullet(sim):
     assert links["panda_hand"] == pytest.approx(state[4]) and links["panda_link0"] == pytest.approx(sim.arm.config.base_position)
 
 
-@pytest.mark.skipif(ros_env.missing("tf2_msgs") is not None, reason=f"{ros_env.missing('tf2_msgs')}: no /tf here "
-                    "(tf2_msgs has no wheel on the registry; test_the_frames_match... checks the frames it sends)")
-def test_tf_carries_the_objects_and_cameras(client, stack):
+@pytest.mark.skipif(ros_env.missing("tf2_ros", "tf2_msgs") is not None,
+                    reason=f"{ros_env.missing('tf2_ros', 'tf2_msgs')}: no /tf here (test_the_frames_match... checks the "
+                    "frames the simulation would send)")
+def test_tf_as_a_users_node_reads_it(client, stack):
+    """/tf and /tf_static over DDS, read with tf2_ros's own Buffer and TransformListener as a user's node reads
+    them: the simulation alone (no robot_state_publisher) gives the cell's fixed frames on /tf_static (world ->
+    the bins' `scene` link, the arm's base, the camera's link and optical frame) and the objects on /tf,
+    stamped with sim time; one publisher each, no frame sent both ways (sim.launch.py's case, with
+    robot_state_publisher beside it, is test_launch_sim.py's)."""
+    import rclpy.time
     from tf2_msgs.msg import TFMessage
+    from tf2_ros import Buffer, TransformListener
 
-    static = latched(client, TFMessage, "/tf_static")[0]
-    assert {"camera_link", "camera_optical_frame"} <= {t.child_frame_id for t in static.transforms}
-    moving = []
-    client.node.create_subscription(TFMessage, "/tf", moving.append, 10)
-    client.spin_until(lambda: moving, 30, "/tf")
-    assert {o.name for o in stack.sim.scene.objects} <= {t.child_frame_id for t in moving[-1].transforms}
+    buffer = Buffer()
+    TransformListener(buffer, client.node, spin_thread=False)
+    latest = rclpy.time.Time()
+    obj = stack.sim.scene.objects[0].name
+    frames = ["scene", "panda_link0", "camera_link", "camera_optical_frame", obj]
+    client.spin_until(lambda: all(buffer.can_transform("world", f, latest) for f in frames), 30, "the cell's frames")
+    optical = buffer.lookup_transform("world", "camera_optical_frame", latest)
+    assert [optical.transform.translation.x, optical.transform.translation.y, optical.transform.translation.z] == \
+        pytest.approx(list(stack.sim.config.camera.position), abs=1e-6)  # (the camera hangs off world)
+    moving = buffer.lookup_transform("world", obj, latest)
+    now = stack.loop.run(lambda: stack.sim.world.time)
+    assert 0 < moving.header.stamp.sec + moving.header.stamp.nanosec * 1e-9 <= now  # sim time, not wall time
+    static, dynamic = [], []
+    client.node.create_subscription(TFMessage, "/tf_static", static.append,
+                                    QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                                               durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    client.node.create_subscription(TFMessage, "/tf", dynamic.append, 10)
+    client.spin_until(lambda: static and dynamic, 30, "/tf_static and /tf")
+    children = [t.child_frame_id for m in static for t in m.transforms]
+    assert len(children) == len(set(children)) and set(frames[:4]) <= set(children)
+    assert not set(children) & {t.child_frame_id for m in dynamic for t in m.transforms}
+    assert client.node.count_publishers("/tf_static") == client.node.count_publishers("/tf") == 1
+    assert client.node.count_publishers("/robot_description") == 1
 
 
 # --- D: the planning scene ---------------------------------------------------------------------------------------
@@ -171,6 +196,27 @@ def test_the_planning_scene_world_has_the_bins_and_the_objects(client, stack):
         assert [at.x, at.y, at.z] == pytest.approx(list(position), abs=0.01)  # (objects may still settle)
     extent = np.ptp([[v.x, v.y, v.z] for v in objects[next(iter(poses))].meshes[0].vertices], axis=0)
     assert 0.005 < extent.max() < 0.1  # scaled to the object's size (1-3 cm objects), not the file's units
+
+
+@needs_moveit_msgs
+def test_a_planning_scene_monitor_that_joins_later_gets_the_world(client, stack):
+    """MoveIt's planning scene monitor subscribes to planning_scene_world, collision_object and
+    attached_collision_object with rclcpp::ServicesQoS(): reliable, volatile, depth 10
+    (moveit_ros/planning/planning_scene_monitor/src/planning_scene_monitor.cpp, jazzy), so it gets nothing a
+    transient local publisher kept from before. A move_group started after another subscriber (RViz, a second
+    planner) still gets the whole world."""
+    from moveit_msgs.msg import CollisionObject, PlanningSceneWorld
+    from rclpy.qos import qos_profile_services_default
+
+    first = latched(client, PlanningSceneWorld, "planning_scene_world")[0]  # someone subscribed already
+    assert qos_profile_services_default.durability == DurabilityPolicy.VOLATILE
+    client.spin_for(1.0)  # (the world went out to the first one)
+    worlds, objects = [], []
+    client.node.create_subscription(PlanningSceneWorld, "planning_scene_world", worlds.append, qos_profile_services_default)
+    client.node.create_subscription(CollisionObject, "collision_object", objects.append, qos_profile_services_default)
+    client.spin_until(lambda: worlds, 10, "the world sent again to a volatile subscriber that joined later")
+    assert {o.id for o in worlds[-1].collision_objects} == {o.id for o in first.collision_objects}
+    client.spin_until(lambda: {"pick_bin", "drop_bin"} <= {o.id for o in objects}, 10, "the bins sent again")
 
 
 @needs_moveit_msgs
@@ -234,7 +280,7 @@ def hold_an_object(sim):
     return obj.name
 
 
-# --- C: config/moveit/ and moveit.launch.py ----------------------------------------------------------------------
+# --- C: the MoveIt files of config/ and moveit.launch.py ----------------------------------------------------------------------
 
 def load_launch_file():
     import importlib.util

@@ -2,7 +2,8 @@
 the tests put it in a temporary ament prefix so that `sim.launch.py` runs unchanged. Like the real one it
 takes the URDF in its `robot_description` parameter, refuses to start without one it can parse (exit 1,
 naming the reason), and publishes it on `robot_description` (transient local) for whoever joins later, again
-whenever the parameter is set to a new URDF."""
+whenever the parameter is set to a new URDF; and, where tf2_msgs is installed, every fixed joint of it on
+/tf_static (transient local), as the real one does (its moving joints, from joint_states, it leaves out)."""
 import faulthandler
 import os
 import signal
@@ -42,6 +43,43 @@ def _stop(signum, frame) -> None:
     STOPPING.set()
 
 
+def fixed_joints(node, robot):
+    """A tf2_msgs/TFMessage of the URDF's fixed joints (parent -> child at the joint's origin), stamped now."""
+    import math
+
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+
+    transforms = []
+    for joint in robot.joints:
+        if joint.type != "fixed":
+            continue
+        t = TransformStamped(child_frame_id=joint.child)
+        t.header.frame_id, t.header.stamp = joint.parent, node.get_clock().now().to_msg()
+        xyz = joint.origin.xyz if joint.origin is not None and joint.origin.xyz else (0.0, 0.0, 0.0)
+        roll, pitch, yaw = joint.origin.rpy if joint.origin is not None and joint.origin.rpy else (0.0, 0.0, 0.0)
+        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = map(float, xyz)
+        cr, sr, cp, sp = math.cos(roll / 2), math.sin(roll / 2), math.cos(pitch / 2), math.sin(pitch / 2)
+        cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)  # fixed-axis XYZ (URDF's rpy) as a quaternion
+        q = t.transform.rotation
+        q.x, q.y, q.z, q.w = (sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy,
+                              cr * cp * cy + sr * sp * sy)
+        transforms.append(t)
+    return TFMessage(transforms=transforms)
+
+
+def publish_fixed_joints(node, robot):
+    """The /tf_static publisher (None where tf2_msgs is not installed), after sending the fixed joints once."""
+    try:
+        from tf2_msgs.msg import TFMessage
+    except ImportError:
+        return None
+    publisher = node.create_publisher(TFMessage, "/tf_static",
+                                      QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    publisher.publish(fixed_joints(node, robot))
+    return publisher
+
+
 def main() -> int:
     rclpy.init(args=sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGINT, _stop)
@@ -58,6 +96,7 @@ def main() -> int:
                                        QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     publisher.publish(String(data=description))
     node.get_logger().info(f"got robot_description: {len(robot.links)} links, root {root}")
+    static = publish_fixed_joints(node, robot)
 
     def on_set(parameters):  # like the real one: a new robot_description is parsed and published
         for parameter in parameters:
@@ -67,6 +106,8 @@ def main() -> int:
                 except Exception as exc:
                     return SetParametersResult(successful=False, reason=f"not a URDF: {exc}")
                 publisher.publish(String(data=parameter.value))
+                if static is not None:
+                    static.publish(fixed_joints(node, URDF.from_xml_string(parameter.value.encode())))
         return SetParametersResult(successful=True)
 
     node.add_on_set_parameters_callback(on_set)

@@ -97,8 +97,13 @@ class ArmNode(Node):
         self.loop.every(1.0 / rate, self.publish_state)
         self.loop.every(1.0 / rate, self.expire_velocity, wall_cap=False)  # in sim time, however fast
         self.loop.when_settled(self.publish_state)
-        self.actions = TrajectoryActions(self, controller, gripper) if trajectory_actions.available() else None
-        if self.actions is None:
+        serve = declare(self, "trajectory_actions", True, "Serve FollowJointTrajectory and GripperCommand under "
+                        "controller_name / gripper_controller_name (where control_msgs is installed); false when "
+                        "ros2_control's controllers of those names serve them (sim.launch.py ros2_control:=true).",
+                        read_only=True)
+        available = trajectory_actions.available()
+        self.actions = TrajectoryActions(self, controller, gripper) if serve and available else None
+        if serve and not available:
             self.get_logger().info("control_msgs is not installed: no FollowJointTrajectory / GripperCommand "
                                    "actions (arm/joint_trajectory and arm/joint_commands still serve planners)")
 
@@ -273,6 +278,9 @@ class ArmNode(Node):
                 publisher.publish(convert.wrench_stamped(now, frame, wrench))
 
 
+MIMIC_FINGER = JOINT_NAMES[8]  # panda_finger_joint2: the URDF's mimic of panda_finger_joint1
+
+
 def action_name_problem(name: str) -> str | None:
     """A controller name must make a valid ROS name (<name>/follow_joint_trajectory)."""
     if not name or not all(part and (part[0].isalpha() or part[0] == "_") and all(c.isalnum() or c == "_" for c in part)
@@ -283,7 +291,13 @@ def action_name_problem(name: str) -> str | None:
 
 def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]:
     """A JointState command as 9 positions and 9 velocities, NaN where a joint is not commanded.
-    A command for one finger alone applies to both (the second finger is a mimic joint on the real hand)."""
+    A command for one finger alone applies to both (the second finger is a mimic joint on the real hand).
+
+    Values for fewer joints than named are taken only as joint_state_topic_hardware_interface sends them
+    (topic_based_hardware_interfaces 1.1.0, JointStateTopicSystem::write): every joint of its ros2_control
+    block named, values only for those with that command interface, in the block's order. The mimic finger
+    (state only, last in urdf/ros2_control.xml) then trails without a value: it is not commanded, and the
+    first finger's value moves both. Any other shortfall is refused, as before."""
     names = check_joint_names(names, BadCommand)
     if not len(positions) and not len(velocities):
         raise BadCommand("neither positions nor velocities")
@@ -291,12 +305,12 @@ def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]
     for values, into, what in ((positions, q, "position"), (velocities, v, "velocity")):
         if not len(values):
             continue
-        if len(values) != len(names):
+        if len(values) != len(names) and not (len(values) < len(names) and set(names[len(values):]) <= {MIMIC_FINGER}):
             raise BadCommand(f"{len(names)} names but {len(values)} {what} values")
         values = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(values)):
             raise BadCommand(f"{what} values must be finite numbers")
-        into[[JOINT_NAMES.index(n) for n in names]] = values
+        into[[JOINT_NAMES.index(n) for n in names[:len(values)]]] = values
     for values in (q, v):  # a command for one finger alone moves both, as the real hand's mimic joint does
         if np.isnan(values[7]) != np.isnan(values[8]):
             values[7:] = np.nanmax(values[7:])

@@ -13,6 +13,13 @@
 
 The world node calls `update` on the physics thread at its objects rate and after each reset, so a
 change is out within one period of `objects_rate`, while anyone subscribes to one of the three.
+
+A subscriber that joins later gets everything again within one period: MoveIt's planning scene monitor
+subscribes to all three with a volatile QoS (rclcpp::ServicesQoS() in moveit_ros/planning/
+planning_scene_monitor/src/planning_scene_monitor.cpp, jazzy), so it never receives what a transient
+local publisher kept from before it came. Whenever one of the three counts more subscribers than at the
+last update, the world, the bins, the objects and the attached ones go out afresh (MoveIt clears its world
+before applying a PlanningSceneWorld, and an ADD replaces an object of the same name: nothing doubles).
 """
 from __future__ import annotations
 
@@ -53,6 +60,7 @@ class PlanningScene:
         self.bins = [self.bin_object(b) for b in self.sim.scene.bins]
         self.world_sent = False
         self.idle = False  # whether nobody subscribed at the last update
+        self.subscribers = (0, 0, 0)  # per publisher (world, objects, attached), at the last update
 
     def reset(self) -> None:
         """After a world reset: every object is sent again (an ADD replaces one of the same name), and
@@ -61,17 +69,20 @@ class PlanningScene:
         self.update()
 
     # --- physics thread -----------------------------------------------------------------------
-    def listening(self) -> bool:
-        return any(p.get_subscription_count() for p in (self.world_publisher, self.object_publisher,
-                                                        self.attached_publisher))
+    def subscriber_counts(self) -> tuple[int, int, int]:
+        return tuple(p.get_subscription_count() for p in (self.world_publisher, self.object_publisher,
+                                                          self.attached_publisher))
 
     def update(self) -> None:
         """Publish what changed since the last call (nothing if nothing did). While nobody subscribes,
-        nothing is computed (it costs the physics thread); the first subscriber gets everything afresh."""
-        if not self.listening():
+        nothing is computed (it costs the physics thread); a subscriber that joins gets everything afresh."""
+        counts = self.subscriber_counts()
+        joined = any(now > before for now, before in zip(counts, self.subscribers))
+        self.subscribers = counts
+        if not any(counts):
             self.idle = True
             return
-        if self.idle:
+        if self.idle or joined:
             self.idle, self.world_sent = False, False
             self.sent = {name: (*values[:3], None) for name, values in self.sent.items()}
         held = self.held_links()

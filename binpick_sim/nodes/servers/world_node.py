@@ -130,7 +130,11 @@ class WorldNode(Node):
         robot_tf = declare(self, "publish_robot_tf", False, "Publish every arm link's frame on /tf (for a "
                            "simulation run without robot_state_publisher), where tf2_msgs is installed.",
                            read_only=True)
-        self.description_topics = DescriptionTopics(self, robot_tf)
+        state_publisher = declare(self, "robot_state_publisher", False, "robot_state_publisher runs beside the "
+                                  "simulation (sim.launch.py sets this): it publishes robot_description and the "
+                                  "description's fixed frames on /tf_static, so the simulation publishes neither "
+                                  "(one publisher each).", read_only=True)
+        self.description_topics = DescriptionTopics(self, robot_tf, state_publisher)
         self.planning_scene = planning_scene.PlanningScene(self) if planning_scene.available() else None
         if self.planning_scene is None:
             self.get_logger().info("moveit_msgs is not installed: no planning_scene_world / collision_object "
