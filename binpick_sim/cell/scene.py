@@ -7,9 +7,9 @@ largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets th
 The pile sleeps once it has settled (Bullet's activation states). A pile of convex meshes at rest in a bin
 cost the solver most of every physics step although nothing in it moved: the default scene stepped at a
 fifth of the empty cell's rate, and a reset spent 500 steps on a pile at rest after 110-220 of them. So
-the settle ends once every object has been at rest for two looks in a row (REST, SETTLE_LOOK; still at
-most `settle_steps`), the objects are put to sleep, and each falls asleep again by Bullet's own rule
-(motion below REST for 2 s) once something has woken it: a contact with anything awake (the gripper, a
+the settle ends once the pile has been at rest for two looks in a row (SETTLED_SPEED, SETTLE_LOOK; still
+at most `settle_steps`), the objects are stopped and put to sleep, and each falls asleep again by
+Bullet's own rule (motion below SLEEP_MOTION for 2 s) once something has woken it: a contact with anything awake (the gripper, a
 falling object) wakes it and the pile it rests on. Changes made between steps wake the pile themselves
 (`wake`): a removed object, a teleported one, a shaken bin.
 The `cube` object set puts pybullet_data's small cube there instead (a box collision shape, as
@@ -32,9 +32,15 @@ from .world import World, connect
 
 GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points
 OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
-# At rest: |v|^2 + |w|^2 below this (m/s, rad/s), Bullet's own measure of a body's motion (btMultiBody's
-# sleep epsilon, 0.05 by default: 22 cm/s, which would put a sliding 2 cm object to sleep)
-REST = 1e-4
+# Bullet's own measure of a body's motion, |v|^2 + |w|^2 (m/s, rad/s), below which for 2 s on end it falls
+# asleep: btMultiBody's default. Only an object nearly at rest stays under it for 2 s in a 16 cm bin (22 cm/s
+# for 2 s is 44 cm), and an object rocking in place on its contacts (|w| up to 1 rad/s, some layouts) does
+# fall asleep, where 1e-4 kept it awake for good: random FrankaDelta-v0 episodes ran at 0.65 of the rate.
+SLEEP_MOTION = 0.05
+# The settling pile is at rest when no object's centre moves faster than this (m/s). Its turning is not
+# asked: about one layout in eight keeps an object rocking or spinning in place on its contacts for good
+# (|w| up to 1 rad/s after 500 steps), which a settle waiting for it never ended; at rest, it stops.
+SETTLED_SPEED = 0.005
 SETTLE_LOOK = 12  # physics steps between two looks at the settling pile
 
 
@@ -213,8 +219,8 @@ class BinScene:
         self.episode += 1
 
     def _settle(self) -> None:
-        """Step until every object has been at rest at two looks in a row, at most `settle_steps`, then put the
-        pile to sleep (a pile still moving when the steps run out sleeps later, by Bullet's rule)."""
+        """Step until the pile has been at rest at two looks in a row (`at_rest`), at most `settle_steps`, then
+        stop it and put it to sleep (a pile still moving when the steps run out sleeps later, by Bullet's rule)."""
         budget, calm = self.config.settle_steps, 0
         while budget > 0 and calm < 2:
             steps = min(SETTLE_LOOK, budget)
@@ -222,16 +228,16 @@ class BinScene:
             budget -= steps
             calm = calm + 1 if self.at_rest() else 0
         if calm == 2:
-            sleep = self.world.client.ACTIVATION_STATE_SLEEP
+            c = self.world.client
             for obj in self.objects:
-                self.world.client.changeDynamics(obj.body, -1, activationState=sleep)
+                c.resetBaseVelocity(obj.body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+                c.changeDynamics(obj.body, -1, activationState=c.ACTIVATION_STATE_SLEEP)
 
     def at_rest(self) -> bool:
-        """Whether every object's motion (|v|^2 + |w|^2) is below REST."""
+        """Whether no object's centre moves faster than SETTLED_SPEED."""
         velocity = self.world.client.getBaseVelocity
         for obj in self.objects:
-            linear, angular = velocity(obj.body)
-            if sum(v * v for v in linear) + sum(w * w for w in angular) >= REST:
+            if sum(v * v for v in velocity(obj.body)[0]) >= SETTLED_SPEED * SETTLED_SPEED:
                 return False
         return True
 
@@ -264,7 +270,7 @@ class BinScene:
         body = c.loadURDF(spelled(self.object_urdf, ("scale", self.object_scale)), list(position),  # EGL: see spelled
                           c.getQuaternionFromEuler(yaw_pitch_roll), globalScaling=self.object_scale)
         c.changeDynamics(body, -1, mass=OBJECT_MASS, activationState=c.ACTIVATION_STATE_ENABLE_SLEEPING,
-                         sleepThreshold=REST)
+                         sleepThreshold=SLEEP_MOTION)
         return SceneObject(index, body, self.object_urdf, self.object_scale)
 
     def add_object(self, body: int, urdf: Path, name: str, spawn_pose: tuple) -> SceneObject:
