@@ -10,8 +10,9 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
   0.04 s there). Beside them the env step against its own physics (the same episode's `World.step` calls
   timed: what the env, task and arm leave of their stepping) and the physics floor: raw `stepSimulation`
   of the default scene's settled pile, and of the cell with no objects.
-- How cost grows with the work: env steps/s with 0, 1, 5, 10 and 20 objects in the pick bin, against the
-  empty bin's, in the same rounds.
+- How cost grows with the work: env steps/s (resets apart) with 0, 1, 5, 10 and 20 objects in the pick bin,
+  against the empty bin's, in the same rounds; and its floor: what a sleeping object of the default scene's
+  kind (a random_urdfs mesh) costs a bare PyBullet step, beside a box.
 - Resets: a seeded reset to a new layout (a new seed each time), and a reset to the same layout (the same
   seed again), median and p95.
 - Starts (wall time, other processes involved): `gym.make(..., backend="ros")` to the first observation and
@@ -52,8 +53,7 @@ class Episodes:
 
     def __init__(self, env, world=None):
         self.env, self.world = env, world
-        self.time = self.physics = 0.0
-        self.steps = 0
+        self.physics = 0.0
         if world is not None:
             step = world.step
 
@@ -65,21 +65,21 @@ class Episodes:
                     self.physics += clock() - start
             world.step = timed_step
 
-    def episode(self, seed: int, steps: int = EPISODE_STEPS) -> tuple[float, float]:
-        """(env steps/s over the episode with its reset, env steps/s its stepping alone would allow)."""
-        time0, physics0, settle = clock(), self.physics, 0.0
+    def episode(self, seed: int, steps: int = EPISODE_STEPS) -> tuple[float, float, float]:
+        """(env steps/s over the episode with its reset, env steps/s of its steps alone, env steps/s its
+        stepping alone would allow: the `World.step` calls of those steps)."""
+        time0 = clock()
         self.env.reset(seed=seed)
-        settle = self.physics - physics0  # the reset's settling is not the env steps' stepping
         self.env.action_space.seed(seed)
-        taken = 0
+        taken, steps_time, physics0 = 0, clock(), self.physics
         for _ in range(steps):
             _, _, terminated, truncated, _ = self.env.step(self.env.action_space.sample())
             taken += 1
             if terminated or truncated:
                 break
-        elapsed, stepping = clock() - time0, self.physics - physics0 - settle
-        self.steps += taken
-        return taken / elapsed, (taken / stepping if stepping else float("nan"))
+        end = clock()
+        stepping = self.physics - physics0
+        return taken / (end - time0), taken / (end - steps_time), (taken / stepping if stepping else float("nan"))
 
 
 def ours(config_file: Path | None = None):
@@ -107,10 +107,11 @@ def peer():
 
 def beside_the_peer() -> list[Figure]:
     mine, theirs = ours(), peer()
-    mine_rates, physics_rates, peer_rates = [], [], []
+    mine_rates, step_rates, physics_rates, peer_rates = [], [], [], []
     for k in range(ROUNDS):
-        rate, physics = mine.episode(1000 + k)
+        rate, steps, physics = mine.episode(1000 + k)
         mine_rates.append(rate)
+        step_rates.append(steps)
         physics_rates.append(physics)
         if theirs is not None:
             peer_rates.append(theirs.episode(1000 + k)[0])
@@ -124,9 +125,9 @@ def beside_the_peer() -> list[Figure]:
             Figure(GROUP, f"the same, in simulated seconds per second ({ours_seconds:g} s an env step against "
                    f"{PEER_ID}'s 0.04 s)", median(mine_rates) * ours_seconds, "sim s/s", median(peer_rates) * 0.04,
                    ratios=[r * ours_seconds / 0.04 for r in per_round(mine_rates, peer_rates)])]
-    figures.append(Figure(GROUP, "FrankaDelta-v0 state, default scene: env steps against its own stepping (the "
-                          "same episodes' World.step alone)", median(mine_rates), "env steps/s", median(physics_rates),
-                          ratios=per_round(mine_rates, physics_rates)))
+    figures.append(Figure(GROUP, "FrankaDelta-v0 state, default scene: its env steps against their own stepping (the "
+                          "same steps' World.step calls alone; resets apart)", median(step_rates), "env steps/s",
+                          median(physics_rates), ratios=per_round(step_rates, physics_rates)))
     mine.env.close()
     if theirs is not None:
         theirs.env.close()
@@ -158,6 +159,50 @@ def physics_floor() -> list[Figure]:
                    median(pile), "steps/s", median(empty), ratios=per_round(pile, empty))]
 
 
+BARE_OBJECTS = 20
+
+
+def sleeping_object_cost(kind: str) -> float:
+    """us a bare PyBullet step (a plane, no binpick_sim) costs per sleeping object: BARE_OBJECTS of them at rest
+    on the plane, put to sleep, against the plane alone. `kind`: "mesh" (random_urdfs/001, the default scene's
+    kind, at 2 cm) or "box" (2 cm)."""
+    import pybullet
+    import pybullet_data
+
+    def world(count: int) -> int:
+        client = pybullet.connect(pybullet.DIRECT)
+        pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+        pybullet.setPhysicsEngineParameter(fixedTimeStep=1 / 240, numSolverIterations=50, physicsClientId=client)
+        pybullet.loadURDF(f"{pybullet_data.getDataPath()}/plane.urdf", useFixedBase=True, physicsClientId=client)
+        for i in range(count):
+            position = [0.05 * (i % 5), 0.05 * (i // 5), 0.03]
+            if kind == "box":
+                shape = pybullet.createCollisionShape(pybullet.GEOM_BOX, halfExtents=[0.01] * 3, physicsClientId=client)
+                body = pybullet.createMultiBody(0.05, shape, basePosition=position, physicsClientId=client)
+            else:
+                body = pybullet.loadURDF(f"{pybullet_data.getDataPath()}/random_urdfs/001/001.urdf", position,
+                                         globalScaling=1.33, physicsClientId=client)
+            pybullet.changeDynamics(body, -1, activationState=pybullet.ACTIVATION_STATE_ENABLE_SLEEPING,
+                                    physicsClientId=client)
+        for _ in range(480):
+            pybullet.stepSimulation(physicsClientId=client)
+        for body in range(1, count + 1):
+            pybullet.changeDynamics(body, -1, activationState=pybullet.ACTIVATION_STATE_SLEEP, physicsClientId=client)
+        return client
+
+    def us_per_step(client: int, steps: int = 2000) -> float:
+        start = clock()
+        for _ in range(steps):
+            pybullet.stepSimulation(physicsClientId=client)
+        return 1e6 * (clock() - start) / steps
+
+    plane, full = world(0), world(BARE_OBJECTS)
+    cost = median([(us_per_step(full) - us_per_step(plane)) / BARE_OBJECTS for _ in range(3)])
+    for client in (plane, full):
+        pybullet.disconnect(physicsClientId=client)
+    return cost
+
+
 def scene_with(objects: int, folder: Path) -> Path:
     from binpick_sim.config import save_config
 
@@ -174,7 +219,7 @@ def growth() -> list[Figure]:
         rates = {k: [] for k in OBJECT_COUNTS}
         for r in range(ROUNDS):
             for k, env in envs.items():
-                rates[k].append(env.episode(2000 + r, GROWTH_STEPS)[0])
+                rates[k].append(env.episode(2000 + r, GROWTH_STEPS)[1])
         for env in envs.values():
             env.env.close()
     figures = []
@@ -184,6 +229,12 @@ def growth() -> list[Figure]:
         figures.append(Figure(GROUP, f"FrankaDelta-v0 state, {k} object{'s' * (k > 1)} in the pick bin, against "
                               f"none (+{per_object:.1f} % step time per object)", median(rates[k]), "env steps/s",
                               median(rates[0]), ratios=ratios))
+    empty_step_us = 1e6 / median(rates[0])
+    for kind in ("mesh", "box"):
+        cost = sleeping_object_cost(kind)
+        figures.append(Figure(GROUP, f"floor: one sleeping {kind} object in a bare PyBullet step (a plane alone), "
+                              f"x 24 steps against the empty-bin env step here (+{100 * 24 * cost / empty_step_us:.1f} "
+                              "% per object)", cost, "us/step"))
     return figures
 
 
