@@ -161,8 +161,9 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         local = workers == 1 and address is None and not _ray_connected()
     if local and workers != 1:
         raise ValueError(f"a run without Ray has one worker, not {workers}")
-    run = _run_here if local else _run_on_ray
-    return run(out, episodes, workers, seed, spec, address, max_retries, progress)
+    if local:
+        return _run_here(out, episodes, seed, spec, progress)
+    return _run_on_ray(out, episodes, workers, seed, spec, address, max_retries, progress)
 
 
 def _ray_connected() -> bool:
@@ -173,8 +174,7 @@ def _ray_connected() -> bool:
     return ray.is_initialized()
 
 
-def _run_here(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec, address, max_retries,
-              progress) -> RunResult:
+def _run_here(out: Path, episodes: int, seed: int, spec: RunSpec, progress: bool | None) -> RunResult:
     """The episodes one after the other in this process, on one env; the same dataset as on Ray."""
     import gymnasium as gym
     from tqdm import tqdm
@@ -222,8 +222,8 @@ def _finish(temporary: Path, out: Path, result: RunResult, spec: RunSpec, seed: 
     temporary.rename(out)
 
 
-def _run_on_ray(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec, address, max_retries,
-                progress) -> RunResult:
+def _run_on_ray(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec, address: str | None,
+                max_retries: int, progress: bool | None) -> RunResult:
     from tqdm import tqdm
 
     ray = _ray()
