@@ -154,7 +154,8 @@ def test_tf_as_a_users_node_reads_it(client, stack):
         pytest.approx(list(stack.sim.config.camera.position), abs=1e-6)  # (the camera hangs off world)
     moving = buffer.lookup_transform("world", obj, latest)
     now = stack.loop.run(lambda: stack.sim.world.time)
-    assert 0 < moving.header.stamp.sec + moving.header.stamp.nanosec * 1e-9 <= now  # sim time, not wall time
+    # sim time, not wall time (a stamp is whole nanoseconds: rounded, it may pass the float by less than one)
+    assert 0 < moving.header.stamp.sec + moving.header.stamp.nanosec * 1e-9 <= now + 1e-9
     static, dynamic = [], []
     client.node.create_subscription(TFMessage, "/tf_static", static.append,
                                     QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
