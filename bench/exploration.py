@@ -29,16 +29,19 @@ ENVS = (("binpick_sim/FrankaReach-v0", {}, "FrankaReach-v0"),
         ("binpick_sim/FrankaPickPlace-v0", {}, "FrankaPickPlace-v0"))
 
 
-def explore(env_id: str, episodes: int = EPISODES, seed: int = 0, **kwargs) -> dict:
-    """Shares of `episodes` random-policy episodes in which the arm touched the chosen object (`touched`), the
-    object moved more than MOVED (`moved`), the goal was reached at any step (`success_any`); their mean
-    length, and the closest the grasp point came to the object [m] (`closest`, median over the episodes)."""
+def explore(env_id: str, episodes: int = EPISODES, seed: int = 0, act=None, **kwargs) -> dict:
+    """Shares of `episodes` episodes (seeds `seed`, `seed` + 1, ...) in which the arm touched the chosen object
+    after any physics step (`touched`), the object moved more than MOVED (`moved`), the goal was reached at
+    any step (`success_any`); their mean length, and the closest the grasp point came to the object [m]
+    (`closest`, median over the episodes). `act(env, observation) -> action`: the policy, by default the
+    action space's sampler (seeded with `seed`)."""
     import gymnasium as gym
 
     import binpick_sim.envs  # noqa: F401  (registers the ids)
 
     env = gym.make(env_id, **kwargs)
     env.action_space.seed(seed)
+    act = act or (lambda env, observation: env.action_space.sample())
     touched, moved, success, closest, lengths = [], [], [], [], []
     try:
         for episode in range(episodes):
@@ -57,7 +60,7 @@ def explore(env_id: str, episodes: int = EPISODES, seed: int = 0, **kwargs) -> d
                 sim.world.add_step_hooks(after=check)
             near, steps, done = np.inf, 0, False
             while not done:
-                observation, _, terminated, truncated, info = env.step(env.action_space.sample())
+                observation, _, terminated, truncated, info = env.step(act(env, observation))
                 steps += 1
                 done = terminated or truncated
                 reached = reached or bool(info["is_success"])

@@ -53,6 +53,9 @@ SPAWN_CLEARANCE = 0.13  # m above the pick bin's underside: the arm's home, clea
 #                         dropped in (the spawn grid's third layer is 9.25 cm up, its objects 1.5 cm around it)
 START_HEIGHT = 0.07  # m above the pick bin's underside: the grasp point at the start of Lift and PickPlace, 3 cm
 #                      above the rim, the fingertips clear of the settled pile
+START_YAW = np.pi / 2  # rad from the scene file's home, where the fingers close along the world's y axis: they
+#                       close along the pick bin's x axis, so that both fit beside an object by a wall (the objects
+#                       are dropped in rows 1.75 cm from the walls along y, at random places along x)
 REACH_HEIGHT = (0.02, 0.22)  # m above the bins' rims: Reach's box, goals and motion
 CARRY_HEIGHT = 0.10  # m above the rims: how high Lift and PickPlace may raise the grasp point
 WORKSPACE_MARGIN = 0.015  # m kept from the walls (arm.workspace_margin's default: the fingers are 2.3 cm thick)
@@ -109,7 +112,8 @@ class FrankaGoalEnv(FrankaEnv):
         only if asked."""
         start_position = self._start_position(config)
         home_position = self._home_position(config, start_position)
-        (home, start), tip_offset = _poses(config.arm, config.simulation, (home_position, start_position))
+        yaw = np.radians(config.scene.pick_bin.orientation_deg[2]) + START_YAW
+        (home, start), tip_offset = _poses(config.arm, config.simulation, (home_position, start_position), yaw)
         self.start_joints = None if home_position == start_position else np.array(start)
         self.tip_offset = tip_offset
         config = with_changes(config, arm={"home": home, "clip_delta_to_workspace": False},
@@ -382,16 +386,16 @@ def _pick_bin_point(config, height: float) -> tuple[float, float, float]:
 
 
 @lru_cache(maxsize=32)
-def _poses(arm, simulation, positions: tuple) -> tuple[tuple[tuple[float, ...], ...], float]:
-    """Joint positions (9, fingers open) putting the grasp point at each of `positions` (world), pointing down
-    with the yaw of the scene file's home, each solved from the one before; and the arm's tip offset (the
+def _poses(arm, simulation, positions: tuple, yaw: float) -> tuple[tuple[tuple[float, ...], ...], float]:
+    """Joint positions (9, fingers open) putting the grasp point at each of `positions` (world), pointing down,
+    turned by `yaw` from the scene file's home, each solved from the one before; and the arm's tip offset (the
     grasp point's height above the fingertips). Solved on an arm of its own in a world of its own (cached:
     the same arm and points give the same answer)."""
     world = World(simulation, gui=False)
     panda = None
     try:
         panda = FrankaArm(world, arm, drawn=False)
-        orientation = world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, panda.ee_yaw()])
+        orientation = world.client.getQuaternionFromEuler([TOP_DOWN_ROLL, 0.0, panda.ee_yaw() + yaw])
         start, answers = panda.home, []
         for position in positions:
             q, error = panda.solver.solve(start, position, orientation, rounds=100)
