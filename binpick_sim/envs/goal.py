@@ -410,3 +410,9 @@ def _poses(arm, simulation, positions: tuple, yaw: float) -> tuple[tuple[tuple[f
         if panda is not None:
             panda.solver.close()
         world.close()
+
+
+def tip_offset(config) -> float:
+    """How far the scene's arm's grasp point lies above its fingertips, pointing down [m] (FrankaArm.tip_offset,
+    measured once on an arm of its own): what keeps a grasp target clear of a floor."""
+    return _poses(config.arm, config.simulation, (), 0.0)[1]
