@@ -364,3 +364,19 @@ def test_the_privileged_observation_stays_an_option():
         checked(env)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("mode", ["test", "two_arms"])
+def test_a_scene_loaded_later_keeps_the_goal_envs_start_and_rules(mode):
+    """The seed's `load_scene`: held-out objects, or the two-arm cell (a scene file of its own, made the goal
+    env's as the constructor makes its own)."""
+    env = gym.make(LIFT)
+    try:
+        env.unwrapped.load_scene(mode)
+        env.reset(seed=1)
+        sim = env.unwrapped.backend.sim
+        assert len(sim.arms) == (2 if mode == "two_arms" else 1)
+        assert np.linalg.norm(sim.arm.ee_pose()[0] - sim.scene.pick_bin.to_world([0, 0, goal.START_HEIGHT])) < 0.002
+        assert not sim.config.task.count_grabs and not sim.config.task.terminate_on_bin_collision
+    finally:
+        env.close()
