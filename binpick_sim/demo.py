@@ -134,26 +134,34 @@ class OtherArms:
             client.close()
 
 
-def pick(env, observation) -> tuple[str | None, int]:
-    """Run the scripted picker until the task counts a grab, printing each phase as it starts."""
-    picker = ScriptedPicker(env)
-    limit = env.unwrapped.config.task.max_episode_steps
-    shown = None
-    with tqdm(total=limit, desc="3. picking", unit="step", leave=False, disable=None) as bar:
+def drive(env, observation, policy, limit: int, desc: str, finished, on_phase=None) -> tuple[dict, int, bool]:
+    """Step the scripted `policy` until `finished(info)`, the episode's end or `limit` steps, printing each phase
+    as it starts (and calling `on_phase(steps so far)` then); the last info, the steps taken, whether it finished."""
+    shown, info = None, {}
+    with tqdm(total=limit, desc=desc, unit="step", leave=False, disable=None) as bar:
         for step in range(1, limit + 1):
-            action = picker.act(observation)
-            if picker.grasp is not None and (picker.grasp.name, picker.phase_name) != shown:
-                shown = (picker.grasp.name, picker.phase_name)
-                tqdm.write(describe(picker, observation))
+            action = policy.act(observation)
+            if policy.grasp is not None and (policy.grasp.name, policy.phase_name) != shown:
+                shown = (policy.grasp.name, policy.phase_name)
+                tqdm.write(describe(policy, observation))
+                if on_phase is not None:
+                    on_phase(step - 1)
             observation, reward, terminated, truncated, info = env.step(action)
             bar.update()
-            if info["grabbed"]:
-                return info["grabbed"][0], step
+            if finished(info):
+                return info, step, True
             if terminated or truncated:
                 reason = "the arm touched a bin" if info["bin_collision"] else "out of steps"
                 tqdm.write(f"   episode over: {reason}")
-                return None, step
-    return None, limit
+                return info, step, False
+    return info, limit, False
+
+
+def pick(env, observation) -> tuple[str | None, int]:
+    """Run the scripted picker until the task counts a grab; the object grabbed, and the steps taken."""
+    info, steps, grabbed = drive(env, observation, ScriptedPicker(env), env.unwrapped.config.task.max_episode_steps,
+                                 "3. picking", lambda info: bool(info["grabbed"]))
+    return (info["grabbed"][0] if grabbed else None), steps
 
 
 STEPS_PER_OBJECT = 120  # env steps the job may take per object (the placer needs 60-80: 10 s of sim time)
@@ -165,29 +173,19 @@ def place(env, observation, objects: int, strip: "Strip") -> tuple[list[str], in
     phase as it starts; the names of the objects in the drop bin, and the steps taken."""
     placer = ScriptedPlacer(env)
     drop = env.unwrapped.config.scene.drop_bin
-    limit = STEPS_PER_OBJECT * objects
-    shown, inside = None, []
+
+    def inside() -> list[str]:
+        return [v.name for v in env.unwrapped.object_views() if in_bin(v.position, drop)]
+
+    def shown(step: int) -> None:
+        if placer.phase_name in SHOWN:
+            strip.add(f"{placer.phase_name} {placer.grasp.name}", step)
+
     strip.add("start", 0)
-    with tqdm(total=limit, desc="3. placing", unit="step", leave=False, disable=None) as bar:
-        for step in range(1, limit + 1):
-            action = placer.act(observation)
-            if placer.grasp is not None and (placer.grasp.name, placer.phase_name) != shown:
-                shown = (placer.grasp.name, placer.phase_name)
-                tqdm.write(describe(placer, observation))
-                if placer.phase_name in SHOWN:
-                    strip.add(f"{placer.phase_name} {placer.grasp.name}", step - 1)
-            observation, reward, terminated, truncated, info = env.step(action)
-            bar.update()
-            inside = [v.name for v in env.unwrapped.object_views() if in_bin(v.position, drop)]
-            if len(inside) >= objects and placer.phase_name in ("choose", "rise"):
-                strip.add("end", step)
-                return inside, step
-            if terminated or truncated:
-                reason = "the arm touched a bin" if info["bin_collision"] else "out of steps"
-                tqdm.write(f"   episode over: {reason}")
-                strip.add("end", step)
-                return inside, step
-    return inside, limit
+    _, steps, _ = drive(env, observation, placer, STEPS_PER_OBJECT * objects, "3. placing",
+                        lambda info: len(inside()) >= objects and placer.phase_name in ("choose", "rise"), shown)
+    strip.add("end", steps)
+    return inside(), steps
 
 
 def in_bin(position, bin_config) -> bool:

@@ -18,6 +18,7 @@ from gymnasium.utils.env_checker import check_env
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import GOAL_ENV_IDS, GOAL_EPISODE_STEPS
 from binpick_sim.envs import goal
+from helpers import same
 
 REACH, LIFT, PICK_PLACE = "binpick_sim/FrankaReach-v0", "binpick_sim/FrankaLift-v0", "binpick_sim/FrankaPickPlace-v0"
 IDS = sorted(GOAL_ENV_IDS)
@@ -44,17 +45,6 @@ def episode(env, seed, steps):
     seen.append([(v.name, v.position.tolist()) for v in env.unwrapped.object_views()])
     return seen
 
-
-def same(a, b) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a == b
 
 
 # --- the Gymnasium contract, both backends ---------------------------------------------------------
