@@ -230,9 +230,11 @@ def plot_pair(runs: dict, path: Path) -> None:
         curve = runs[name]["curve"]
         axes.plot([r["steps"] for r in curve], [100 * r["success"] for r in curve], "o-", ms=3, label=name)
     axes.axhline(100 * SUCCESS_TARGET, color="grey", lw=1, ls=":", label=f"{SUCCESS_TARGET:.0%}")
-    seeds = runs[REACH_PAIR[0]]["eval_seeds"]
+    first = runs[REACH_PAIR[0]]
+    seeds = first["eval_seeds"]
     axes.set(xlabel="training steps", ylabel="held-out success [%]", ylim=(-3, 103),
-             title=f"SAC + HER, same settings and budget; seeds {seeds[0]}-{seeds[-1]}")
+             title=f"SAC + HER, same settings and budget (learner seed {first['seed']})\n"
+                   f"held-out seeds {seeds[0]}-{seeds[-1]}")
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path)

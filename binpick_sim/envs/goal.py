@@ -100,6 +100,7 @@ class FrankaGoalEnv(FrankaEnv):
         self._object = np.zeros(16)  # the chosen object's compact fields, as last seen
         self._previous: tuple[np.ndarray, float] | None = None  # the grasp point and the stamp one step before
         self._ee_velocity = np.zeros(3)
+        self._seen: Observation | None = None  # the observation _see took in last
         state = "privileged" if self.objects or observation == "privileged" else "state"
         super().__init__(config_file, observation=state, **kwargs)
         self._init_kwargs.update(observation=observation, dv=dv, distance_threshold=distance_threshold,
@@ -184,7 +185,7 @@ class FrankaGoalEnv(FrankaEnv):
             self.last = self.backend.step("position", self.start_joints, self.config.arm.max_steps, until_reached=True)
             self.episode_start = self.last.stamp
         self._previous, self._ee_velocity = None, np.zeros(3)
-        self.chosen = -1
+        self.chosen, self._object, self.achieved = -1, np.zeros(16), np.zeros(3)
         if self.objects:
             state = self.last.privileged_state()
             present = sorted(o[0] for o in state["objects"] if o[0] < self.privileged_layout.max_objects)
@@ -210,8 +211,6 @@ class FrankaGoalEnv(FrankaEnv):
             inner = self._compact(obs)
         return {"observation": inner, "achieved_goal": self.achieved.astype(np.float32),
                 "desired_goal": self.goal.astype(np.float32)}
-
-    _seen: Observation | None = None
 
     def _see(self, obs: Observation) -> None:
         """Takes in what an observation says of the grasp point's velocity and of the chosen object (which keeps
