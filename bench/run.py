@@ -18,7 +18,7 @@ from binpick_sim.extras import MissingExtra, require  # noqa: E402
 
 from .figures import Figure, machine  # noqa: E402
 
-MODULES = ["physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
+MODULES = ["default_cell", "physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
            "memory", "standard", "rollouts", "datasets", "learnability", "exploration"]
 
 

@@ -223,6 +223,7 @@ class Entities:
             return
         self._place(entity.body, position, orientation)
         self.client.resetBaseVelocity(entity.body, linear.tolist(), angular.tolist())
+        self.sim.scene.wake()  # it may have rested under others, or come down among them
 
     def _place(self, body: int, position, orientation) -> None:
         """Put a body's link frame at a world pose (PyBullet places its centre of mass)."""

@@ -3,6 +3,15 @@
 Follows the seed's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
 random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
 largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
+
+The pile sleeps once it has settled (Bullet's activation states). A pile of convex meshes at rest in a bin
+cost the solver most of every physics step although nothing in it moved: the default scene stepped at a
+fifth of the empty cell's rate, and a reset spent 500 steps on a pile at rest after 110-220 of them. So
+the settle ends once the pile has been at rest for two looks in a row (SETTLED_SPEED, SETTLE_LOOK; still
+at most `settle_steps`), the objects are stopped and put to sleep, and each falls asleep again by
+Bullet's own rule (motion below SLEEP_MOTION for 2 s) once something has woken it: a contact with anything awake (the gripper, a
+falling object) wakes it and the pile it rests on. Changes made between steps wake the pile themselves
+(`wake`): a removed object, a teleported one, a shaken bin.
 The `cube` object set puts pybullet_data's small cube there instead (a box collision shape, as
 panda-gym's object is): a mesh object costs the solver more per physics step (doc/benchmarks.md "Like for like").
 """
@@ -23,6 +32,16 @@ from .world import World, connect
 
 GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points
 OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
+# Bullet's own measure of a body's motion, |v|^2 + |w|^2 (m/s, rad/s), below which for 2 s on end it falls
+# asleep: btMultiBody's default. Only an object nearly at rest stays under it for 2 s in a 16 cm bin (22 cm/s
+# for 2 s is 44 cm), and an object rocking in place on its contacts (|w| up to 1 rad/s, some layouts) does
+# fall asleep, where 1e-4 kept it awake for good: random FrankaDelta-v0 episodes ran at 0.65 of the rate.
+SLEEP_MOTION = 0.05
+# The settling pile is at rest when no object's centre moves faster than this (m/s). Its turning is not
+# asked: about one layout in eight keeps an object rocking or spinning in place on its contacts for good
+# (|w| up to 1 rad/s after 500 steps), which a settle waiting for it never ended; at rest, it stops.
+SETTLED_SPEED = 0.005
+SETTLE_LOOK = 12  # physics steps between two looks at the settling pile
 
 
 CUBE_URDF = "cube_small.urdf"  # pybullet_data: a 5 cm box collision shape, random_urdfs' friction and inertia
@@ -196,8 +215,38 @@ class BinScene:
         for i, position in enumerate(self._spawn_points(count)):
             self.objects.append(self._load_object(i, position))
         self.next_index = count
-        self.world.step(self.config.settle_steps)
+        self._settle()
         self.episode += 1
+
+    def _settle(self) -> None:
+        """Step until the pile has been at rest at two looks in a row (`at_rest`), at most `settle_steps`, then
+        stop it and put it to sleep (a pile still moving when the steps run out sleeps later, by Bullet's rule)."""
+        budget, calm = self.config.settle_steps, 0
+        while budget > 0 and calm < 2:
+            steps = min(SETTLE_LOOK, budget)
+            self.world.step(steps)
+            budget -= steps
+            calm = calm + 1 if self.at_rest() else 0
+        if calm == 2:
+            c = self.world.client
+            for obj in self.objects:
+                c.resetBaseVelocity(obj.body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+                c.changeDynamics(obj.body, -1, activationState=c.ACTIVATION_STATE_SLEEP)
+
+    def at_rest(self) -> bool:
+        """Whether no object's centre moves faster than SETTLED_SPEED."""
+        velocity = self.world.client.getBaseVelocity
+        for obj in self.objects:
+            if sum(v * v for v in velocity(obj.body)[0]) >= SETTLED_SPEED * SETTLED_SPEED:
+                return False
+        return True
+
+    def wake(self) -> None:
+        """Wake every object: for a change made between two steps that takes a body's support away or moves
+        one (Bullet wakes bodies only through contacts with awake ones)."""
+        wake_up = self.world.client.ACTIVATION_STATE_WAKE_UP
+        for obj in self.objects:
+            self.world.client.changeDynamics(obj.body, -1, activationState=wake_up)
 
     def _spawn_points(self, count: int) -> list[np.ndarray]:
         """Seed grid: random x, y rows 3.5 cm apart, new layer 3.5 cm higher when a row is full."""
@@ -220,7 +269,8 @@ class BinScene:
         yaw_pitch_roll = self.world.rng.uniform(-np.pi, np.pi, size=3)
         body = c.loadURDF(spelled(self.object_urdf, ("scale", self.object_scale)), list(position),  # EGL: see spelled
                           c.getQuaternionFromEuler(yaw_pitch_roll), globalScaling=self.object_scale)
-        c.changeDynamics(body, -1, mass=OBJECT_MASS)
+        c.changeDynamics(body, -1, mass=OBJECT_MASS, activationState=c.ACTIVATION_STATE_ENABLE_SLEEPING,
+                         sleepThreshold=SLEEP_MOTION)
         return SceneObject(index, body, self.object_urdf, self.object_scale)
 
     def add_object(self, body: int, urdf: Path, name: str, spawn_pose: tuple) -> SceneObject:
@@ -234,6 +284,7 @@ class BinScene:
         obj = self.object_named(name)
         self.world.client.removeBody(obj.body)
         self.objects.remove(obj)
+        self.wake()  # what rested on it falls
 
     def _in_a_bin(self, position) -> bool:
         for b in self.bins:  # (a loop: any() over a generator costs more than the tests, at every update)

@@ -99,6 +99,7 @@ class BinPickingSim:
         if shaker is None:
             raise ValueError(f"no bin named {name!r} (bins: {', '.join(self.shakers)})")
         shaker.start(amplitude, frequency, duration)
+        self.scene.wake()  # the pile moves with the bin
         while wait and shaker.shaking:
             self.world.step()
 

@@ -56,9 +56,8 @@ class RolloutWorker:
         self.env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
 
     def info(self) -> dict:
-        config = self.env.unwrapped.config  # the control period: LeRobot's fps
         return {"pid": os.getpid(), "images": image_shapes(self.env.observation_space),
-                "control_period_s": config.simulation.timestep * config.task.steps_per_action}
+                "control_period_s": control_period(self.env)}
 
     def run(self, episode: EpisodeSpec):
         """(summary, steps table): two return values, so the driver can fetch the summary alone."""
@@ -139,15 +138,16 @@ def check_writable(out: Path) -> None:
 
 
 def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, spec: RunSpec | None = None,
-             address: str | None = None, max_retries: int = 3, progress: bool | None = None) -> RunResult:
+             address: str | None = None, max_retries: int = 3, progress: bool | None = None,
+             local: bool | None = None) -> RunResult:
     """Run `episodes` episodes (seeds seed..seed+episodes-1) on `workers` Ray actors; write the dataset.
 
     Uses the Ray cluster this process is already connected to, else joins `address`, else starts a
-    local one with `workers` CPUs (and shuts it down at the end).
+    local one with `workers` CPUs (and shuts it down at the end). `local`: run the episodes in this process
+    with no Ray at all (one worker only); None: so for one worker when no cluster is named or connected.
+    Starting a Ray cluster and its worker cost more than 10 short episodes themselves (issue 54); the
+    dataset is the same either way (the same episodes, written in episode order).
     """
-    from tqdm import tqdm
-
-    ray = _ray()
     spec = spec or RunSpec()
     _check(spec, workers, episodes, seed)
     out = Path(out)
@@ -157,6 +157,76 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         raise ValueError(f"max retries must be between 0 and 100, got {max_retries}")
     check_writable(out)
     workers = min(workers, episodes)
+    if local is None:
+        local = workers == 1 and address is None and not _ray_connected()
+    if local and workers != 1:
+        raise ValueError(f"a run without Ray has one worker, not {workers}")
+    if local:
+        return _run_here(out, episodes, seed, spec, progress)
+    return _run_on_ray(out, episodes, workers, seed, spec, address, max_retries, progress)
+
+
+def _ray_connected() -> bool:
+    try:
+        import ray
+    except ImportError:
+        return False
+    return ray.is_initialized()
+
+
+def _run_here(out: Path, episodes: int, seed: int, spec: RunSpec, progress: bool | None) -> RunResult:
+    """The episodes one after the other in this process, on one env; the same dataset as on Ray."""
+    import gymnasium as gym
+    from tqdm import tqdm
+
+    from .. import envs  # noqa: F401  (registers the env ids)
+
+    temporary = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+    env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
+    try:
+        factory, images, period = load_policy(spec.policy), image_shapes(env.observation_space), control_period(env)
+        summaries, tables, steps = [], [], 0
+        start = time.perf_counter()
+        with tqdm(total=episodes, desc="rollouts", unit="episode", disable=None if progress is None else not progress) as bar:
+            for k in range(episodes):
+                summary, rows = run_episode(env, spec, EpisodeSpec(k, seed + k), factory)
+                summaries.append(summary)
+                tables.append(steps_table(rows))
+                steps += summary["length"]
+                bar.update()
+        wall = time.perf_counter() - start
+        _write_here(temporary, tables, summaries)
+        result = RunResult(out, summaries, steps, 0, {}, wall, 1)
+        _finish(temporary, out, result, spec, seed, images, period, ray_version=None)
+        return result
+    finally:
+        env.close()
+        if temporary.exists():
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def control_period(env) -> float:
+    """Seconds of sim time per env step: LeRobot's fps."""
+    config = env.unwrapped.config
+    return config.simulation.timestep * config.task.steps_per_action
+
+
+def _finish(temporary: Path, out: Path, result: RunResult, spec: RunSpec, seed: int, images: dict, period: float,
+            ray_version: str | None) -> None:
+    """The summary written beside the tables, and the folder renamed to `out` (whole, or not at all)."""
+    record = summary_record(result, spec, seed, images, ray_version)
+    record["control_period_s"] = period
+    (temporary / SUMMARY_FILE).write_text(json.dumps(record, indent=2))
+    if out.exists():
+        out.rmdir()
+    temporary.rename(out)
+
+
+def _run_on_ray(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec, address: str | None,
+                max_retries: int, progress: bool | None) -> RunResult:
+    from tqdm import tqdm
+
+    ray = _ray()
 
     started = False
     if not ray.is_initialized():
@@ -235,12 +305,7 @@ def rollouts(out: str | Path, episodes: int, workers: int = 1, seed: int = 0, sp
         retried = {k: n - 1 for k, n in sorted(counts.items()) if n > 1}
         result = RunResult(out, ordered, steps, sum(counts.values()) - episodes, retried, wall, workers,
                            dict(sorted(nodes.items())))
-        record = summary_record(result, spec, seed, images)
-        record["control_period_s"] = worker_info["control_period_s"]
-        (temporary / SUMMARY_FILE).write_text(json.dumps(record, indent=2))
-        if out.exists():
-            out.rmdir()
-        temporary.rename(out)
+        _finish(temporary, out, result, spec, seed, images, worker_info["control_period_s"], ray.__version__)
         return result
     finally:
         _close(ray, pool)
@@ -269,7 +334,6 @@ def _kill(ray, actors: list) -> None:
 def write_dataset(folder: Path, table_refs: list, episodes: list[dict]) -> None:
     """Steps and episodes as Parquet through Ray Data, in episode order, on the driver's machine (on a
     cluster the write tasks would otherwise land on any node, each writing to its own disk)."""
-    import pyarrow as pa
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -278,20 +342,33 @@ def write_dataset(folder: Path, table_refs: list, episodes: list[dict]) -> None:
     context.enable_progress_bars = False
     here = {"scheduling_strategy": NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)}
     ray.data.from_arrow_refs(table_refs).write_parquet(str(folder / STEPS_DIR), ray_remote_args=here)
+    ray.data.from_arrow(episodes_table(episodes)).write_parquet(str(folder / EPISODES_DIR), ray_remote_args=here)
+
+
+def _write_here(folder: Path, tables: list, episodes: list[dict]) -> None:
+    """The same tables as `write_dataset`, with pyarrow alone: one file each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, table in ((STEPS_DIR, pa.concat_tables(tables)), (EPISODES_DIR, episodes_table(episodes))):
+        (folder / name).mkdir(parents=True)
+        pq.write_table(table, folder / name / "part-0.parquet")
+
+
+def episodes_table(episodes: list[dict]):
+    import pyarrow as pa
+
     schema = pa.schema([("episode", pa.int64()), ("seed", pa.int64()), ("success", pa.bool_()),
                         ("length", pa.int64()), ("return", pa.float64()), ("terminated", pa.bool_()),
                         ("truncated", pa.bool_()), ("info", pa.string())])
-    table = pa.Table.from_pylist(episodes, schema=schema)
-    ray.data.from_arrow(table).write_parquet(str(folder / EPISODES_DIR), ray_remote_args=here)
+    return pa.Table.from_pylist(episodes, schema=schema)
 
 
-def summary_record(result: RunResult, spec: RunSpec, seed: int, images: dict) -> dict:
-    import ray
-
+def summary_record(result: RunResult, spec: RunSpec, seed: int, images: dict, ray_version: str | None) -> dict:
     return {"env": spec.env_id, "backend": spec.backend, "observation": spec.observation,
             "image_format": spec.image_format, "images": images, "depth_png_scale": DEPTH_PNG_SCALE,
             "policy": spec.policy, "max_steps": spec.max_steps, "env_options": spec.env_options, "seed": seed, "episodes": len(result.episodes),
             "workers": result.workers, "steps": result.steps, "success_rate": result.success_rate,
             "retries": result.retries, "retried_episodes": {str(k): n for k, n in result.retried.items()},
             "episode_nodes": {str(k): node for k, node in result.nodes.items()},
-            "wall_s": result.wall_s, "steps_per_s": result.steps_per_s, "ray": ray.__version__}
+            "wall_s": result.wall_s, "steps_per_s": result.steps_per_s, "ray": ray_version}

@@ -247,3 +247,37 @@ def test_profile_published_reads_each_thread_s_cpu_by_the_name_the_trace_gives_i
     busiest, cores, ms = rows[0]
     assert cores >= 0.25 and ms == pytest.approx(100 * cores)  # 0.3 s of CPU; per frame: of 10 frames in 1 s
     assert (busiest == "physics") == named and "(main)" not in busiest
+
+
+def test_the_default_cell_rows_keep_a_resets_settling_out_of_the_steps_own_stepping(monkeypatch):
+    """bench.default_cell: an episode's first rate includes its reset, the second its steps alone, the third the
+    steps' own World.step calls alone (the reset's settling, which also steps the world, stays out of it)."""
+    from bench import default_cell
+
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(default_cell, "clock", lambda: float(next(ticks)))
+
+    class World:
+        def step(self, n):
+            next(ticks)  # a physics call costs one tick of the fake clock
+
+    class Env:
+        action_space = type("Space", (), {"seed": lambda self, seed: None, "sample": lambda self: 0})()
+
+        def __init__(self, world):
+            self.world = world
+
+        def reset(self, seed):
+            for _ in range(10):  # the settle: ten physics calls
+                self.world.step(24)
+
+        def step(self, action):
+            self.world.step(24)
+            return None, 0.0, False, False, {}
+
+    world = World()
+    episodes = default_cell.Episodes(Env(world), world)
+    whole, steps, stepping = episodes.episode(seed=0, steps=5)
+    assert stepping == 5 / 10  # 5 steps, each timed as 2 ticks (its call, and the timer's own read): the
+    # reset's 10 calls (20 ticks more) are not counted
+    assert steps < stepping and whole < steps  # the steps' own rate counts more than their stepping

@@ -79,11 +79,16 @@ def test_fast_dds_takes_both_profiles_without_a_parse_error(tmp_path):
     assert fast_dds_parse_errors(broken, tmp_path)
 
 
-def test_the_profile_shortens_the_writers_heartbeat_and_nothing_else():
-    """A default data-writer profile with a 0.1 s heartbeat; no participant or transport settings, so
+def test_the_profile_sets_the_writers_heartbeat_and_the_readers_samples_and_nothing_else():
+    """A default data-writer profile with a 0.1 s heartbeat and a default data-reader profile of at most 16
+    samples (issue 53: memory under bursts of huge messages); no participant or transport settings, so
     discovery (ROS_AUTOMATIC_DISCOVERY_RANGE) and transports stay as ROS sets them."""
     root = ET.parse(profile_path()).getroot()
-    assert [child.tag.split("}")[1] for child in root] == ["data_writer"]
+    assert [child.tag.split("}")[1] for child in root] == ["data_writer", "data_reader"]
+    reader = root.find("p:data_reader", NS)
+    assert reader.get("is_default_profile") == "true"
+    limits = reader.find("p:topic/p:resourceLimitsQos", NS)
+    assert [(e.tag.split("}")[1], e.text) for e in limits] == [("max_samples", "16"), ("allocated_samples", "16")]
     writer = root.find("p:data_writer", NS)
     assert writer.get("is_default_profile") == "true"
     period = writer.find("p:times/p:heartbeatPeriod", NS)

@@ -137,7 +137,8 @@ def test_one_contact_reading_says_what_the_per_pair_queries_say(task):
         return any(point[8] < task.config.collision_threshold
                    for b in sim.scene.bins for point in c.getContactPoints(arm.body, b.body))
 
-    obj = hold_above(sim, 0.05)
+    obj = hold_above(sim, 0.10)  # clear of the pile: squeezed among its objects, how the box sits in the grip,
+    # and so whether the box or the fingers meet the rim below, came down to the pile's last contacts
     bodies = [c.getBodyUniqueId(i) for i in range(c.getNumBodies())]
     assert arm.gripped_bodies() == {b for b in bodies if arm.touching(b)} == {obj.body}
     assert task.arm_touches_a_bin() == per_pair_bin_contact()

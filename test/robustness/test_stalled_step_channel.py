@@ -120,7 +120,7 @@ def test_replies_left_unread_stop_the_reading_and_lose_the_channel_after_the_sta
         except BlockingIOError:
             pass
         server.serve(0.01)
-        assert server._pending <= 1
+        assert len(server._out) <= 1  # at most the reply being written
     assert server.sock is None
     assert logs == ["step channel closed: the env left its replies unread for 0.5 s"]
     assert 0 < len(taken) < sent

@@ -36,17 +36,20 @@ def cluster(tmp_path_factory):
         ray.shutdown()
 
 
-def run(out, episodes, workers, seed=0, **spec):
+def run(out, episodes, workers, seed=0, local=None, **spec):
     from binpick_sim.rollouts import RunSpec, rollouts
 
-    return rollouts(out, episodes, workers, seed, RunSpec(**spec), progress=False)
+    return rollouts(out, episodes, workers, seed, RunSpec(**spec), progress=False, local=local)
 
 
 @pytest.fixture(scope="module")
 def random_runs(cluster, tmp_path_factory):
-    """The same 3 seeded random-policy episodes (seeds 5..7, 6 steps each) on 1 and on 2 workers."""
+    """The same 3 seeded random-policy episodes (seeds 5..7, 6 steps each) on 1 and on 2 Ray workers, and
+    in this process without Ray ("here": what one worker gets when no cluster is named or running)."""
     folder = tmp_path_factory.mktemp("random")
-    return {w: run(folder / f"w{w}", 3, w, seed=5, policy="random", max_steps=6) for w in (1, 2)}
+    runs = {w: run(folder / f"w{w}", 3, w, seed=5, policy="random", max_steps=6) for w in (1, 2)}
+    runs["here"] = run(folder / "here", 3, 1, seed=5, local=True, policy="random", max_steps=6)
+    return runs
 
 
 @needs_ray
@@ -55,9 +58,12 @@ def test_same_seed_same_dataset_whatever_the_workers(random_runs):
 
     from binpick_sim.rollouts import read_dataset
 
-    one, two = (read_dataset(random_runs[w].out) for w in (1, 2))
-    pd.testing.assert_frame_equal(one[0], two[0])
-    pd.testing.assert_frame_equal(one[1], two[1])
+    one, two, here = (read_dataset(random_runs[w].out) for w in (1, 2, "here"))
+    for other in (two, here):
+        pd.testing.assert_frame_equal(one[0], other[0])
+        pd.testing.assert_frame_equal(one[1], other[1])
+    summaries = {w: json.loads((random_runs[w].out / "dataset.json").read_text()) for w in (1, "here")}
+    assert summaries[1]["ray"] and summaries["here"]["ray"] is None  # the run here started no Ray
     steps, episodes = one
     assert episodes["seed"].tolist() == [5, 6, 7] and episodes["episode"].tolist() == [0, 1, 2]
     assert steps.groupby("episode")["step"].apply(list).tolist() == [list(range(6))] * 3
@@ -209,14 +215,15 @@ def test_privileged_observations_are_recorded_as_the_env_gave_them(tmp_path, obs
         main(["--observation", "rgbd", "--out", str(tmp_path / "x")])
 
 
-# Seeds 8..15: the picker fails in one of them (11) and takes long in two (12, 14: 77-79 steps against 44-46),
-# so the comparison sees each kind of episode; the manual's 100 episodes would take minutes.
-SCRIPTED_SEEDS = list(range(8, 16))
+# Seeds 84..91: the picker fails in one of them (91: a bin contact, 65 steps) and takes long in another (84: 81
+# steps against 44-48), so the comparison sees each kind of episode; the manual's 100 episodes would take minutes.
+# (It picks 97.5 % of seeds 0..199; the pile settled to rest and asleep moved which seeds are the hard ones.)
+SCRIPTED_SEEDS = list(range(84, 92))
 
 
 @pytest.fixture(scope="module")
 def scripted_run(cluster, tmp_path_factory):
-    """The manual's demonstration command on SCRIPTED_SEEDS: `rollouts --episodes 8 --workers 2 --seed 8`."""
+    """The manual's demonstration command on SCRIPTED_SEEDS: `rollouts --episodes 8 --workers 2 --seed 84`."""
     from concurrent.futures import ThreadPoolExecutor
 
     from binpick_sim.rollouts import main, read_dataset

@@ -4,8 +4,11 @@ Fast DDS drops a fragment of a large message now and then (a 1-3 MB frame does n
 shared-memory segment while the previous frame is still being read), and a reliable writer resends
 it only when its reader answers the writer's next heartbeat: 3 s later by default. A gym env stepping
 the sim in lock-step waits for that frame, so an image step took up to 3 s about once in a hundred.
-The profile shortens the writers' heartbeat period; transports, discovery and QoS stay as ROS sets
-them. A profile of the user's own (FASTRTPS_DEFAULT_PROFILES_FILE) or another RMW is left alone.
+The profile shortens the writers' heartbeat period. It also bounds every reader to 16 samples: a reliable
+reader keeps each sample's buffer at the size of the largest message it held, and Fast DDS allowed 5000, so
+bursts of 8 MB messages on a command topic grew `sim` by ~130 MB a burst without end (issue 53; a queue
+deeper than 16 still gets its depth). Transports, discovery and QoS stay as ROS sets them. A profile of the
+user's own (FASTRTPS_DEFAULT_PROFILES_FILE) or another RMW is left alone.
 
 Fast DDS reads the variable when the process's first participant is made: call this before
 `rclpy.init`.

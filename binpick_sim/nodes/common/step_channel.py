@@ -151,8 +151,7 @@ class Server:
         self.handle, self.log, self.idle = handle, log, idle
         self.stall = STALL if stall is None else stall
         self._in = bytearray()  # a request being received (its length first)
-        self._out: collections.deque = collections.deque()  # each message's views still to write
-        self._pending = 0  # messages not yet written whole
+        self._out: collections.deque = collections.deque()  # each message not yet written whole: its views left
         self._since = 0.0  # monotonic time of the last progress while something is half received or unwritten
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
@@ -238,15 +237,14 @@ class Server:
         socket takes now; the rest waits for `serve`."""
         if self.sock is None:
             return
-        if self._pending + len(messages) > MAX_PENDING:
-            self._drop(f"step channel closed: the env left {self._pending} messages unread")
+        if len(self._out) + len(messages) > MAX_PENDING:
+            self._drop(f"step channel closed: the env left {len(self._out)} messages unread")
             return
         if not self._out:
             self._since = time.monotonic()
         for message in messages:
             view = memoryview(message).cast("B")
             self._out.append([memoryview(HEADER.pack(view.nbytes)), view])
-        self._pending += len(messages)
         self._flush()
 
     def _flush(self) -> None:
@@ -268,7 +266,6 @@ class Server:
                 views[0] = views[0][sent:]
                 return
             self._out.popleft()
-            self._pending -= 1
 
     def _drop(self, why: str | None = None) -> None:
         """No more steps on the channel (the wake-up pipe still serves); `why` logged once."""
@@ -280,7 +277,6 @@ class Server:
             self.sock = None
         self._in.clear()
         self._out.clear()
-        self._pending = 0
 
     def close(self) -> None:
         self._drop()
