@@ -1,6 +1,7 @@
 """SAC + HER up the goal envs' ladder, beside panda-gym (issues 27, 55): honest runs and their curves.
 
-`python -m bench.her [--envs ...] [--steps N] [--long-steps M] [--eval-every K] [--out build/her]` (`make
+`python -m bench.her [--envs ...] [--steps N] [--long-steps M] [--eval-every K] [--reward sparse|dense]
+[--out build/her]` (`make
 bench-her`, which installs requirements-her.txt: Stable-Baselines3 and a CPU build of torch; not part of
 `make bench`).
 
@@ -56,14 +57,17 @@ class Task:
     kwargs: dict = field(default_factory=dict)
     long: bool = False  # the longer budget (--long-steps)
 
-    def make(self):
+    def make(self, reward_type: str = "sparse"):
+        """The env with `reward_type` (panda-gym's dense tasks are ids of their own: PandaReachDense-v3)."""
         import gymnasium as gym
 
         if self.env_id.startswith("binpick_sim/"):
             import binpick_sim.envs  # noqa: F401  (registers the ids)
-        else:
-            import panda_gym  # noqa: F401  (registers PandaReach-v3 & co.)
-        return gym.make(self.env_id, **self.kwargs)
+
+            return gym.make(self.env_id, reward_type=reward_type, **self.kwargs)
+        import panda_gym  # noqa: F401  (registers PandaReach-v3 & co.)
+
+        return gym.make(self.env_id.replace("-v3", "Dense-v3") if reward_type == "dense" else self.env_id, **self.kwargs)
 
 
 TASKS = {task.name: task for task in (
@@ -116,7 +120,7 @@ def steps_to(curve: list[dict], target: float = SUCCESS_TARGET) -> int | None:
 
 def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: int = 1,
           seeds: Iterable[int] = EVAL_SEEDS, log: Callable[[str], None] = print,
-          on_point: Callable[[dict], None] | None = None) -> dict:
+          on_point: Callable[[dict], None] | None = None, reward_type: str = "sparse") -> dict:
     """Trains SAC + HER on `task` for `steps` env steps, evaluating at 0 and every `eval_every` steps; the
     curve. `on_point(result so far)` after every evaluation (a long run's partial curve is saved there)."""
     import torch
@@ -125,7 +129,7 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
 
     torch.set_num_threads(threads)
     seeds = tuple(seeds)
-    env, eval_env = task.make(), task.make()
+    env, eval_env = task.make(reward_type), task.make(reward_type)
     still = np.zeros(eval_env.action_space.shape, np.float32)
     reference = evaluate(eval_env, lambda _: still, seeds)
     log(f"{task.name}: zero-action policy on seeds {seeds[0]}-{seeds[-1]}: success {reference['success']:.0%} "
@@ -141,7 +145,7 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
 
     result = {"env": task.env_id, "name": task.name, "env_kwargs": task.kwargs, "algorithm": "SAC",
               "replay_buffer": "HerReplayBuffer", "her": HER, "hyperparameters": HYPERPARAMETERS,
-              "reward_type": "sparse", "episode_steps": env.spec.max_episode_steps, "seed": seed,
+              "reward_type": reward_type, "episode_steps": env.spec.max_episode_steps, "seed": seed,
               "torch_threads": threads, "eval_seeds": list(seeds), "budget": steps,
               "success_measure": "info['is_success'] at the episode's last step (success_any: at any step)",
               "eval_every": eval_every, "zero_action_policy": reference, "curve": curve,
@@ -241,6 +245,10 @@ def plot_pair(runs: dict, path: Path) -> None:
     plt.close(figure)
 
 
+def reached(steps: int | None) -> str:
+    return f"first at {steps} steps" if steps is not None else "never reached"
+
+
 def file_name(name: str) -> str:
     return "her_" + name.replace(":", "_").replace("-", "_").lower() + ".png"
 
@@ -257,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-episodes", type=int, default=len(EVAL_SEEDS),
                         help=f"held-out seeds from {EVAL_SEEDS[0]} on (default {len(EVAL_SEEDS)})")
     parser.add_argument("--out", type=Path, default=Path("build/her"), help="her.json and the curves go here")
+    parser.add_argument("--reward", choices=("sparse", "dense"), default="sparse",
+                        help="the envs' reward (HER's is sparse; dense: minus the distance, PandaReachDense-v3)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
     args = parser.parse_args(argv)
@@ -283,19 +293,19 @@ def main(argv: list[str] | None = None) -> int:
         task = TASKS[name]
         budget = args.long_steps if task.long else args.steps
         every = args.long_eval_every if task.long else args.eval_every
-        result = train(task, budget, every, args.seed, args.threads, seeds, on_point=save)
+        result = train(task, budget, every, args.seed, args.threads, seeds, on_point=save, reward_type=args.reward)
         save(result)
         plot(result, args.out / file_name(name))
         print(f"{name}: {result['steps']} steps in {result['wall_s']:.0f} s ({result['train_steps_per_s']:.1f} training "
               f"steps/s, evaluations excluded); final success {result['curve'][-1]['success']:.0%} on "
-              f"{len(result['eval_seeds'])} held-out seeds, {SUCCESS_TARGET:.0%} first at "
-              f"{result['steps_to_target'] or 'never'} steps; {args.out / file_name(name)}", flush=True)
+              f"{len(result['eval_seeds'])} held-out seeds, {SUCCESS_TARGET:.0%} {reached(result['steps_to_target'])}; "
+              f"{args.out / file_name(name)}", flush=True)
     comparison = report["reach_comparison"]
     if comparison is not None:
         plot_pair(report["runs"], args.out / "her_reach_vs_panda.png")
         ratio = f"{comparison['ratio']:.2f}x" if comparison["ratio"] else "no ratio (one never got there)"
-        print(f"Reach: {SUCCESS_TARGET:.0%} held-out success at {comparison['FrankaReach-v0']} steps (FrankaReach-v0) "
-              f"and {comparison['PandaReach-v3']} (PandaReach-v3): {ratio}; {args.out / 'her_reach_vs_panda.png'}")
+        print(f"Reach: {SUCCESS_TARGET:.0%} held-out success {reached(comparison['FrankaReach-v0'])} (FrankaReach-v0), "
+              f"{reached(comparison['PandaReach-v3'])} (PandaReach-v3): {ratio}; {args.out / 'her_reach_vs_panda.png'}")
     print(f"{args.out / 'her.json'}")
     return 0
 
