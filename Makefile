@@ -21,7 +21,7 @@ export PYTHONUNBUFFERED = 1
 .PHONY: help venv demo demo-two-arms test test-skipped test-scale test-colcon docs run bench bench-her planner-example lock clean
 
 help:
-	@echo "make demo   - set up .venv if needed, run the stack headless and pick an object (SEED=$(SEED))"
+	@echo "make demo   - set up .venv if needed, run the stack headless and move objects into the drop bin (SEED=$(SEED))"
 	@echo "make demo-two-arms - the same with two arms (config/scene_two_arms.yaml): one picks, the other moves"
 	@echo "make test   - set up .venv if needed and run the test suite"
 	@echo "make test-scale - the at-scale tests (100 episodes on 1 and 2 Ray workers, a two-node cluster losing a node)"
@@ -29,7 +29,7 @@ help:
 	@echo "make docs   - the manual (doc/*.md) as HTML in build/docs/index.html; fails on any Sphinx warning"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
-	@echo "make bench-her - SAC + HER on FrankaLift-v0, CPU, ~10 min (installs requirements-her.txt): curve in build/her"
+	@echo "make bench-her - SAC + HER on FrankaReach-v0 beside PandaReach-v3 (~25 min), then FrankaLift-v0 and FrankaPickPlace-v0 (hours on CPU); HER_ARGS=\"--envs ...\" picks; curves in build/her"
 	@echo "make planner-example - OMPL plans against what sim publishes and picks an object (installs requirements-planning.txt)"
 
 venv: $(STAMP)
@@ -158,15 +158,16 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 bench: $(BENCH_STAMP)
 	$(ROS_ENV) $(PY) -m bench.run
 
-# HER with an off-policy learner (Stable-Baselines3, torch's CPU build) on the goal-conditioned env: its own
-# extra, not in `make bench` (torch is large, and the run takes minutes). HER_ARGS passes options on.
+# HER with an off-policy learner (Stable-Baselines3, torch's CPU build) up the goal envs' ladder, beside
+# panda-gym's PandaReach-v3 (requirements-bench.txt): its own extra, not in `make bench` (torch is large, and
+# the runs take hours on a CPU). HER_ARGS passes options on, e.g. HER_ARGS="--envs FrankaReach-v0 PandaReach-v3".
 HER_STAMP := $(VENV)/.her-installed
 $(HER_STAMP): $(STAMP) requirements-her.txt
 	$(PY) -m pip install --quiet --requirement requirements-her.txt
 	@touch $@
 
 HER_ARGS ?=
-bench-her: $(HER_STAMP)
+bench-her: $(HER_STAMP) $(BENCH_STAMP)
 	$(ROS_ENV) $(PY) -m bench.her $(HER_ARGS)
 
 # The planner example's OMPL goes into the same venv (control_msgs / moveit_msgs: a ROS install or ../shared/ros-tools).

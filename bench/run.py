@@ -19,7 +19,7 @@ from binpick_sim.extras import MissingExtra, require  # noqa: E402
 from .figures import Figure, machine  # noqa: E402
 
 MODULES = ["default_cell", "physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
-           "memory", "standard", "rollouts", "datasets", "learnability"]
+           "memory", "standard", "rollouts", "datasets", "learnability", "exploration"]
 
 
 def collect(names: list[str]) -> list[Figure]:

@@ -9,6 +9,21 @@ import pytest
 STATE_TOPICS = ["joint_states", "arm/ee_pose", "world/objects"]
 
 
+def same(a, b) -> bool:
+    """Exactly equal, recursively: types, dtypes, shapes and bits."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return a == b or (a != a and b != b)
+    return a == b
+
+
 def parameters(**values):
     from rclpy.parameter import Parameter
 

@@ -117,6 +117,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
             config = with_changes(config, camera={"width": width, "height": height})
         if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
             config = with_changes(config, simulation={"renderer": renderer})
+        config = self._scene(config)
         self.config = config
         self.observation_mode = observation
         self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
@@ -169,6 +170,11 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         self.spec = state["spec"]
 
     # --- what differs between the envs --------------------------------------------------------
+    def _scene(self, config):
+        """The scene file as this env runs it (both backends: the ROS one hands it to its sim): as given, but
+        for the goal envs, whose task and start pose are their own (envs/goal.py)."""
+        return config
+
     def _rendered(self, config):
         """The scene file as the backend runs it: as given, but for an env whose image observation has a
         size of its own (FrankaDeltaEnv)."""
@@ -344,9 +350,39 @@ class FrankaEnv(SeedSceneApi, gym.Env):
             self._backend = None
 
 
-class FrankaPositionEnv(FrankaEnv):
-    """Seed Franka0: 9 absolute joint targets within the joint limits [rad, m]. `gripper_open` is the
-    fingers' command: open while their mean target is at least half the configured open width."""
+class JointActions(FrankaEnv):
+    """The joint envs' `normalized_actions`: False (the seed's), actions in the joints' own units and limits;
+    True, every action in [-1, 1], mapped linearly onto those limits (what SAC's tanh policy, PPO's
+    Gaussian and Gymnasium's checker expect: it warns about the seed's asymmetric, unnormalised box). The
+    same as Gymnasium's `RescaleAction(env, -1, 1)`, made by `gym.make` alone (so it pickles and records)."""
+
+    def __init__(self, config_file=None, normalized_actions: bool = False, **kwargs):
+        self.normalized_actions = bool(normalized_actions)
+        super().__init__(config_file, **kwargs)
+        self._init_kwargs.update(normalized_actions=self.normalized_actions)
+
+    def _joint_space(self) -> spaces.Box:
+        """The action space in the joints' own units."""
+        return super()._action_space()
+
+    def _action_space(self) -> spaces.Box:
+        if self.normalized_actions:
+            return spaces.Box(-1.0, 1.0, self._joint_space().shape, dtype=np.float32)
+        return self._joint_space()
+
+    def _command_values(self, action: np.ndarray) -> np.ndarray:
+        if not self.normalized_actions:
+            return super()._command_values(action)
+        joints = self._joint_space()
+        low, high = joints.low.astype(float), joints.high.astype(float)
+        unit = clip(action, -1.0, 1.0).astype(float)
+        return clip(low + (unit + 1.0) * (high - low) / 2, low, high)
+
+
+class FrankaPositionEnv(JointActions):
+    """Seed Franka0: 9 absolute joint targets within the joint limits [rad, m] (`normalized_actions=True`:
+    -1 and 1 are each joint's lower and upper limit). `gripper_open` is the fingers' command: open while
+    their mean target is at least half the configured open width."""
 
     command = "position"
 
@@ -356,9 +392,10 @@ class FrankaPositionEnv(FrankaEnv):
         return values
 
 
-class FrankaVelocityEnv(FrankaEnv):
-    """Seed Franka1: 9 joint velocities within the velocity limits [rad/s, m/s]. `gripper_open` is the
-    fingers' command: opening (mean finger velocity > 0) makes it 1, closing 0, still fingers keep it."""
+class FrankaVelocityEnv(JointActions):
+    """Seed Franka1: 9 joint velocities within the velocity limits [rad/s, m/s] (`normalized_actions=True`:
+    a fraction of each joint's limit, 0 still). `gripper_open` is the fingers' command: opening (mean
+    finger velocity > 0) makes it 1, closing 0, still fingers keep it."""
 
     command = "velocity"
 
@@ -369,7 +406,7 @@ class FrankaVelocityEnv(FrankaEnv):
             self.gripper_open = bool(fingers > 0)
         return values
 
-    def _action_space(self) -> spaces.Box:
+    def _joint_space(self) -> spaces.Box:
         v = self.joint_velocity.astype(np.float32)
         return spaces.Box(-v, v, dtype=np.float32)
 

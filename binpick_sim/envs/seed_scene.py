@@ -3,7 +3,7 @@
 
 A mixin of FrankaEnv (franka.py): the seed's way of changing an env's scene and camera after it was made,
 kept apart from the env's own step, spaces and observations. It uses the env's `_scene_base`,
-`_backend_args`, `_rendered`, `_camera_changes`, `backend` and `close`.
+`_backend_args`, `_scene`, `_rendered`, `_camera_changes`, `backend` and `close`.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ class SeedSceneApi:
             config = load_config(default_config().parent / "scene_two_arms.yaml")
             config = with_changes(config, camera={"width": base.camera.width, "height": base.camera.height},
                                   simulation={"renderer": base.simulation.renderer})
+            config = self._scene(config)  # as this env runs a scene file (the goal envs: their home and rules)
         else:
             config = with_changes(base, scene={"object_set": mode})
         name, images, gui, options = self._backend_args

@@ -1,7 +1,8 @@
 """The picking task of the seed's gym envs: successful grabs, arm-bin collisions, reward, termination.
 
 A grab succeeds when an object is at least a bin's height above the highest bin's rim and both
-fingers touch it (optionally re-checked after a shake); the object is then removed and counted.
+fingers touch it (optionally re-checked after a shake); the object is then removed and counted. With
+`count_grabs` off nothing is counted or removed for being lifted (the goal envs carry objects anywhere).
 The episode terminates on an arm-bin collision (if enabled) or when the configured number of grabs
 is reached (never more than the objects the episode started with). A collision is reported whether or
 not it terminates (the seed's `check_termination` returns its diagnostic info either way); only one that
@@ -69,7 +70,7 @@ class PickTask:
         for arm in self.sim.arms:  # each arm's grabs and bin contacts, in the scene file's order
             contacts = arm.contacts()
             gripped = arm.gripped_bodies(contacts)
-            mine, shook = self.collect_grabs(gripped, arm)
+            mine, shook = self.collect_grabs(gripped, arm) if self.config.count_grabs else ([], False)
             if shook:
                 contacts = arm.contacts()
                 gripped = arm.gripped_bodies(contacts)

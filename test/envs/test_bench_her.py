@@ -1,6 +1,10 @@
-"""bench.her's evaluation (issue 27): what it counts as a success, on the real goal-conditioned env with stub
-policies. No learner (torch and Stable-Baselines3 are the requirements-her.txt extra, which `evaluate` does
-not import); short episodes on the direct backend."""
+"""bench.her (issues 27, 55): what its evaluation counts as a success, on the real goal-conditioned env with stub
+policies (no learner: torch and Stable-Baselines3 are the requirements-her.txt extra, which `evaluate` does not
+import; short episodes on the direct backend); how it reads the Reach comparison off two curves; and, where the
+extra is installed, its whole plumbing on a tiny budget (the curves and her.json written, the options taken)."""
+import importlib.util
+import json
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ import binpick_sim.envs  # noqa: F401
 from binpick_sim.envs.goal import DISTANCE_THRESHOLD, FrankaLiftEnv
 from bench import her
 
+LIFT = "binpick_sim/FrankaLift-v0"
 STEPS = 4
 SEEDS = (1000, 1001)
 AWAY = np.array([0.0, 0.0, 5 * DISTANCE_THRESHOLD])  # a goal this far above the object is not reached
@@ -16,7 +21,7 @@ AWAY = np.array([0.0, 0.0, 5 * DISTANCE_THRESHOLD])  # a goal this far above the
 
 @pytest.fixture(scope="module")
 def env():
-    env = gym.make(her.ENV, max_episode_steps=STEPS)
+    env = gym.make(LIFT, max_episode_steps=STEPS)
     yield env
     env.close()
 
@@ -30,14 +35,14 @@ def still(env):
 
 
 def test_goal_where_the_object_lies_is_a_success_every_step(env, monkeypatch):
-    monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self, state: self.achieved.copy())
+    monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self: self.achieved.copy())
     result = her.evaluate(env, still(env), SEEDS)
     assert counts(result) == {"success": 1.0, "success_any": 1.0, "mean_return": 0.0, "mean_length": STEPS}
     assert result["final_distance"] < DISTANCE_THRESHOLD and result["moved"] == 0.0 and result["bin_contact"] == 0.0
 
 
 def test_goal_away_from_the_object_is_never_a_success(env, monkeypatch):
-    monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self, state: self.achieved + AWAY)
+    monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self: self.achieved + AWAY)
     result = her.evaluate(env, still(env), SEEDS)
     assert counts(result) == {"success": 0.0, "success_any": 0.0, "mean_return": -STEPS, "mean_length": STEPS}
     assert result["final_distance"] == pytest.approx(AWAY[2], abs=1e-3)
@@ -45,7 +50,7 @@ def test_goal_away_from_the_object_is_never_a_success(env, monkeypatch):
 
 def test_success_counts_at_the_episodes_last_step_and_success_any_at_any_step(env, monkeypatch):
     """The goal moves away after the first two steps: a success on the way, none where the episode ends."""
-    monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self, state: self.achieved.copy())
+    monkeypatch.setattr(FrankaLiftEnv, "_sample_goal", lambda self: self.achieved.copy())
     calls = []
 
     def act(observation):
@@ -56,3 +61,37 @@ def test_success_counts_at_the_episodes_last_step_and_success_any_at_any_step(en
 
     result = her.evaluate(env, act, SEEDS)
     assert counts(result) == {"success": 0.0, "success_any": 1.0, "mean_return": -2.0, "mean_length": STEPS}
+
+
+def curve(*successes, every=500):
+    return [{"steps": k * every, "success": s} for k, s in enumerate(successes)]
+
+
+def test_the_reach_comparison_is_the_steps_each_first_reached_the_target():
+    assert her.steps_to(curve(0.0, 0.5, 0.95, 0.9, 1.0)) == 1000  # the first at or above it, even if it dips
+    assert her.steps_to(curve(0.0, 0.9)) is None
+    runs = {"FrankaReach-v0": {"steps_to_target": 3000}, "PandaReach-v3": {"steps_to_target": 2500}}
+    assert her.compare_reach(runs) == {"target": 0.95, "FrankaReach-v0": 3000, "PandaReach-v3": 2500, "ratio": 1.2}
+    runs["PandaReach-v3"]["steps_to_target"] = None
+    assert her.compare_reach(runs)["ratio"] is None
+    assert her.compare_reach({"FrankaReach-v0": runs["FrankaReach-v0"]}) is None  # not both in the run
+
+
+NO_LEARNER = importlib.util.find_spec("stable_baselines3") is None or importlib.util.find_spec("torch") is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_LEARNER, reason="needs the HER extra: pip install -r requirements-her.txt (make bench-her installs it)")
+def test_bench_her_runs_the_chosen_envs_and_writes_the_curves(tmp_path):
+    """A tiny budget (no gradient step: SAC's first 1,000 steps are random), two held-out episodes."""
+    code = her.main(["--envs", "FrankaReach-v0", "FrankaLift-v0:one_object", "--steps", "60", "--long-steps", "80",
+                     "--eval-every", "30", "--long-eval-every", "40", "--eval-episodes", "2", "--out", str(tmp_path)])
+    assert code == 0
+    report = json.loads((tmp_path / "her.json").read_text())
+    reach, lift = report["runs"]["FrankaReach-v0"], report["runs"]["FrankaLift-v0:one_object"]
+    assert [r["steps"] for r in reach["curve"]] == [0, 30, 60] and [r["steps"] for r in lift["curve"]] == [0, 40, 80]
+    assert reach["eval_seeds"] == [1000, 1001] and lift["env_kwargs"] == {"one_object": True}
+    assert reach["episode_steps"] == 50 and lift["hyperparameters"]["gamma"] == 0.95 and lift["her"]["n_sampled_goal"] == 4
+    assert report["reach_comparison"] is None  # PandaReach-v3 did not run
+    assert (tmp_path / "her_frankareach_v0.png").stat().st_size > 0
+    assert (tmp_path / "her_frankalift_v0_one_object.png").stat().st_size > 0

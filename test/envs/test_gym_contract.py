@@ -137,6 +137,37 @@ def test_an_env_pickles_as_its_constructor_arguments(dumps, loads):
             copy.close()
 
 
+# --- normalized actions for the joint envs (issue 55) ----------------------------------------------------
+@pytest.mark.parametrize("env_id", ["binpick_sim/FrankaPosition-v0", "binpick_sim/FrankaVelocity-v0"])
+def test_normalized_actions_map_minus_one_to_one_onto_the_joints_limits(env_id):
+    """`normalized_actions=True`: the same episode as the seed's action in joint units, and Gymnasium's checker
+    has nothing to say about the action space any more (it does about the seed's)."""
+    plain = make(env_id, observation="state")
+    normalized = make(env_id, observation="state", normalized_actions=True)
+    try:
+        assert normalized.action_space == gym.spaces.Box(-1.0, 1.0, (9,), np.float32)
+        joints = plain.action_space
+        unit = np.array([-1, 1, 0, 0.5, -0.5, 0.25, -1, 1, 0], np.float32)
+        low, high = joints.low.astype(float), joints.high.astype(float)
+        mapped = low + (unit.astype(float) + 1) * (high - low) / 2
+        assert mapped[0] == low[0] and mapped[1] == high[1]
+        plain.reset(seed=2)
+        normalized.reset(seed=2)
+        for _ in range(2):
+            a, b = plain.step(mapped), normalized.step(unit)
+            assert all(np.array_equal(a[0][k], b[0][k]) for k in a[0]) and a[1:] == b[1:]
+        said = {}
+        for name, env in (("plain", plain), ("normalized", normalized)):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                check_env(env.unwrapped, skip_render_check=True)
+            said[name] = [str(w.message) for w in caught if "action space" in str(w.message).lower()]
+        assert said["plain"] and not said["normalized"], said
+    finally:
+        plain.close()
+        normalized.close()
+
+
 # --- arguments ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))
 def test_unknown_arguments_raise_a_type_error_naming_the_valid_ones(env_id):

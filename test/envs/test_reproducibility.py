@@ -21,6 +21,7 @@ import pytest
 from gymnasium.utils.env_checker import check_reset_seed_determinism, check_step_determinism
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
+from helpers import same
 
 SMALL_CAMERA = (64, 48)
 SEED = 123
@@ -53,21 +54,6 @@ def episode(env, seed, actions) -> list:
         observation, reward, terminated, truncated, info = env.step(action)
         seen.append((observation, reward, terminated, truncated, info, poses(env)))
     return seen
-
-
-def same(a, b) -> bool:
-    """Exactly equal, recursively: types, dtypes, shapes and bits."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, np.ndarray):
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float):
-        return a == b or (a != a and b != b)
-    return a == b
 
 
 def digest(seen) -> str:
@@ -152,7 +138,7 @@ def test_a_reset_sent_many_times_over_ros_still_gives_the_seeded_episode():
 
 FRESH = """
 import sys, json
-sys.path.insert(0, {test!r})
+sys.path[:0] = [{test!r}, {helpers!r}]  # this test's folder and test/ (helpers.py)
 import test_reproducibility as t
 env = t.make({env_id!r}, observation={observation!r})
 print(json.dumps(t.digest(t.episode(env, t.SEED, t.fixed_actions(env)))))
@@ -175,7 +161,8 @@ def test_a_fresh_process_gives_the_episode_of_a_long_running_one(env_id, observa
         here = digest(episode(env, SEED, actions))
     finally:
         env.close()
-    script = FRESH.format(test=str(Path(__file__).parent), env_id=env_id, observation=observation)
+    script = FRESH.format(test=str(Path(__file__).parent), helpers=str(Path(__file__).parents[1]), env_id=env_id,
+                          observation=observation)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == here

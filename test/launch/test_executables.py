@@ -56,13 +56,20 @@ def test_bad_scene_file_is_refused_naming_the_key(tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_picks_an_object_and_saves_images(tmp_path):
+def test_demo_moves_objects_into_the_drop_bin_and_saves_a_strip_of_frames(tmp_path):
+    """`make demo` (issue 55): the scripted placer carries two objects over ROS from the pick bin into the drop
+    bin; the strip shows the start, each object's grasp, carry and release, the end (at least 8 frames of
+    320 x 240, four to a row)."""
+    import cv2
+
     result = subprocess.run([sys.executable, "-m", "binpick_sim.demo", "--seed", "0", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "demo succeeded" in result.stdout
-    for name in ("rgb.png", "depth.png"):
+    assert "demo succeeded" in result.stdout and "moved into the drop bin" in result.stdout
+    for name in ("rgb.png", "depth.png", "strip.png"):
         assert (tmp_path / name).stat().st_size > 10_000
+    strip = cv2.imread(str(tmp_path / "strip.png"))
+    assert strip.shape[1] == 4 * 320 and strip.shape[0] >= 2 * 240
 
 
 @pytest.mark.serial

@@ -64,6 +64,20 @@ def test_held_below_the_lift_height_is_not_yet_a_grab(task):
     assert obj.name in [o.name for o in sim.scene.objects]  # held, so not removed though outside the bin
 
 
+def test_with_count_grabs_off_an_object_held_high_is_neither_counted_nor_taken_away(config):
+    """The goal envs' rule (FrankaPickPlace carries an object over the rims): the seed's grab rule off."""
+    sim, task = make_task(config, count_grabs=False)
+    try:
+        obj = hold_above(sim, 0.25)
+        assert sim.arm.touching(obj.body) and sim.scene.object_position(obj)[2] > task.lift_height()
+        for _ in range(2):
+            status = task.update()
+            assert status.grabs == 0 and status.grabbed == () and not status.terminated and status.reward == 0.0
+        assert obj.name in [o.name for o in sim.scene.objects]
+    finally:
+        sim.close()
+
+
 def test_touching_a_bin_ends_the_episode_unless_disabled_and_is_reported_either_way(config):
     """Seed check_termination: the diagnostic info says the arm touches a bin whether or not that ends the
     episode (issue 28 item 5); only a collision that ends it costs collision_reward."""
