@@ -195,8 +195,8 @@ class Recorder:
         with self._lock:
             try:
                 self.writer.close()  # writes metadata.yaml with the counts, start time and duration
-            except OSError as exc:  # no room for the bag's index or metadata.yaml either
-                self.failed = self.failed or exc
+            except OSError as error:  # no room for the bag's index or metadata.yaml either
+                self.failed = self.failed or error
 
 
 def main(argv: list[str] | None = None) -> int:
