@@ -46,7 +46,6 @@ def episode(env, seed, steps):
     return seen
 
 
-
 # --- the Gymnasium contract, both backends ---------------------------------------------------------
 @BOTH
 @pytest.mark.parametrize("env_id", IDS)
