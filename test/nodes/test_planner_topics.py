@@ -77,8 +77,14 @@ def test_joint_commands_by_name_position_and_velocity(client, stack, planner):
     client.spin_until(lambda: abs(client.joint_positions()[1] - start[1] - 0.25) < 0.01, 30, "joint 2 moved")
     client.spin_until(lambda: np.abs(client.joint_positions()[7:] - 0.035).max() < 0.002, 30, "both fingers")
     assert np.abs(client.joint_positions()[[0, 2, 3, 4, 5, 6]] - start[[0, 2, 3, 4, 5, 6]]).max() < 0.02
-    publishers["commands"].publish(JointState(name=["panda_joint1"], velocity=[0.5]))
-    client.spin_until(lambda: client.latest["joint_states"].velocity[0] > 0.4, 30, "joint 1 turning")
+    turning = JointState(name=["panda_joint1"], velocity=[0.5])
+
+    def turning_seen() -> bool:
+        """Streamed, as a velocity client sends it: one command lasts velocity_timeout (0.5 s) of sim time, which
+        a world running flat out with its pile asleep passes in a few ms, between two joint_states."""
+        publishers["commands"].publish(turning)
+        return client.latest["joint_states"].velocity[0] > 0.4
+    client.spin_until(turning_seen, 30, "joint 1 turning")
 
 
 def junk_trajectories(home):
