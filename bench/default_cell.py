@@ -22,7 +22,6 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,7 +96,7 @@ def env_step_seconds(env) -> float:
 
 def peer():
     try:
-        import panda_gym  # noqa: F401
+        import panda_gym  # noqa: F401  (registers its ids)
     except ImportError:
         return None
     env = gym.make(PEER_ID, max_episode_steps=EPISODE_STEPS)
@@ -303,7 +302,7 @@ def rollouts_against_its_episodes() -> Figure:
     from binpick_sim.rollouts import EpisodeSpec, RunSpec, random, run_episode
 
     spec = RunSpec(policy="random", observation="state")
-    env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation)
+    env = spec.make_env()
     start = time.perf_counter()
     for k in range(ROLLOUT_EPISODES):
         run_episode(env, spec, EpisodeSpec(k, k), random)

@@ -12,10 +12,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import gymnasium as gym
-
-import binpick_sim.envs  # noqa: F401  (registers the ids)
-
 from .figures import Figure
 from .physics import raw_steps_per_second
 
@@ -27,7 +23,7 @@ STEPS_PER_ACTION = 24
 def in_process_steps_per_second(spec, episodes: int) -> float:
     from binpick_sim.rollouts import EpisodeSpec, random, run_episode
 
-    env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation)
+    env = spec.make_env()
     try:
         start, steps = time.perf_counter(), 0
         for k in range(episodes):

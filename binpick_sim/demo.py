@@ -29,6 +29,7 @@ from .config import load_config, save_config
 from .envs import ENV_IDS  # noqa: F401  (registers the env ids)
 from .envs.scripted import ScriptedPicker, ScriptedPlacer, placing_scene
 from .paths import default_config
+from .picking.policy import BinInterior
 
 NAMESPACE = "/binpick_demo"
 
@@ -190,13 +191,9 @@ def place(env, observation, objects: int, strip: "Strip") -> tuple[list[str], in
 
 def in_bin(position, bin_config) -> bool:
     """Whether a point lies inside the bin's walls, below its rim (bins turned about z only)."""
-    yaw = np.radians(bin_config.orientation_deg[2])
-    offset = np.asarray(position, float) - np.asarray(bin_config.position, float)
-    c, s = np.cos(yaw), np.sin(yaw)
-    x, y = c * offset[0] + s * offset[1], -s * offset[0] + c * offset[1]
-    length, width, height = bin_config.size
-    inner = bin_config.wall_thickness
-    return abs(x) < length / 2 - inner and abs(y) < width / 2 - inner and 0 < offset[2] < height
+    height = float(position[2]) - bin_config.position[2]
+    inside = BinInterior.from_config(bin_config).margin(np.asarray(position[:2], float)[None]) > 0
+    return inside and 0 < height < bin_config.size[2]
 
 
 class Strip:

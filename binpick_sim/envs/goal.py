@@ -43,7 +43,6 @@ from ..cell.world import World
 from ..config import with_changes
 from .backends import Observation
 from .franka import FrankaEnv
-from .privileged import PrivilegedLayout
 
 DISTANCE_THRESHOLD = 0.02  # m: Lift's and PickPlace's success radius (panda-gym's 5 cm, halved: the objects are
 #                            1-3 cm, not panda-gym's 4 cm cube)
@@ -139,7 +138,7 @@ class FrankaGoalEnv(FrankaEnv):
         low[:2] += WORKSPACE_MARGIN
         high[:2] -= WORKSPACE_MARGIN
         low[2] += self.tip_offset + FLOOR_CLEARANCE
-        high[2] = _rim(config) + CARRY_HEIGHT
+        high[2] = rim_height(config) + CARRY_HEIGHT
         return low, high
 
     # --- spaces ----------------------------------------------------------------------------------
@@ -280,7 +279,7 @@ class FrankaReachEnv(FrankaGoalEnv):
         low, high = _inside(config, ("pick_bin", "drop_bin"))
         low[:2] += WORKSPACE_MARGIN
         high[:2] -= WORKSPACE_MARGIN
-        rim = _rim(config)
+        rim = rim_height(config)
         low[2], high[2] = rim + REACH_HEIGHT[0], rim + REACH_HEIGHT[1]
         return low, high
 
@@ -367,7 +366,7 @@ def _inside(config, names) -> tuple[np.ndarray, np.ndarray]:
     return corners.min(axis=0), corners.max(axis=0)
 
 
-def _rim(config) -> float:
+def rim_height(config) -> float:
     """The highest bin's rim (world z)."""
     return float(max(_corners(b, (0, 0, b.size[2]), (0, 0, b.size[2]))[:, 2].max()
                      for b in _bins(config, ("pick_bin", "drop_bin"))))
@@ -375,7 +374,7 @@ def _rim(config) -> float:
 
 def lift_height_of(config) -> float:
     """The height a grab needs (picking.task.lift_height): a bin's height above the highest rim."""
-    return _rim(config) + max(b.size[2] for b in _bins(config, ("pick_bin", "drop_bin")))
+    return rim_height(config) + max(b.size[2] for b in _bins(config, ("pick_bin", "drop_bin")))
 
 
 def _pick_bin_point(config, height: float) -> tuple[float, float, float]:

@@ -16,7 +16,7 @@ from scipy.spatial.transform import Rotation
 
 from ..cell.arm import FLOOR_CLEARANCE
 from .franka import episode_limit
-from .goal import tip_offset
+from .goal import rim_height, tip_offset
 from ..picking.policy import FINGER_REACH, WALL_CLEARANCE, BinInterior, Grasp, choose_grasp, yaw_step
 
 REACHED = 0.002  # m
@@ -106,8 +106,7 @@ class ScriptedPlacer(ScriptedPicker):
         self.drop = BinInterior.from_config(config.drop_bin)
         self.drop_floor = config.drop_bin.position[2] + config.drop_bin.wall_thickness
         self.pick_floor = config.pick_bin.position[2] + config.pick_bin.wall_thickness
-        self.rim = max(config.pick_bin.position[2] + config.pick_bin.size[2],
-                       config.drop_bin.position[2] + config.drop_bin.size[2])
+        self.rim = rim_height(self.env.config)
         self.placed: list[str] = []  # the objects let go above the drop bin, in order
         self._plan = None  # (grasp, its waypoints)
 

@@ -32,6 +32,14 @@ class RunSpec:
     max_steps: int | None = None  # cap on env steps per episode (the env's own limit applies too)
     env_options: dict = field(default_factory=dict)
 
+    def make_env(self):
+        """The env this run steps (a worker's, or this process's)."""
+        import gymnasium as gym
+
+        from .. import envs  # noqa: F401  (registers the env ids)
+
+        return gym.make(self.env_id, backend=self.backend, observation=self.observation, **self.env_options)
+
 
 def run_episode(env, spec: RunSpec, episode: EpisodeSpec, factory) -> tuple[dict, list[dict]]:
     """Play one episode; return its summary and its rows (observation before the action, the action,

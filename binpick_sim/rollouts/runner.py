@@ -45,15 +45,12 @@ class RolloutWorker:
     """One Ray actor: owns one env (and, on the ROS backend, that env's private `sim` process)."""
 
     def __init__(self, spec: RunSpec, counter: str):
-        import gymnasium as gym
         import ray
-
-        from .. import envs  # noqa: F401  (registers the env ids)
 
         self.spec = spec
         self.counter = ray.get_actor(counter)  # by name: a restarted worker finds the same counter
         self.factory = load_policy(spec.policy)
-        self.env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
+        self.env = spec.make_env()
 
     def info(self) -> dict:
         return {"pid": os.getpid(), "images": image_shapes(self.env.observation_space),
@@ -176,13 +173,10 @@ def _ray_connected() -> bool:
 
 def _run_here(out: Path, episodes: int, seed: int, spec: RunSpec, progress: bool | None) -> RunResult:
     """The episodes one after the other in this process, on one env; the same dataset as on Ray."""
-    import gymnasium as gym
     from tqdm import tqdm
 
-    from .. import envs  # noqa: F401  (registers the env ids)
-
     temporary = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    env = gym.make(spec.env_id, backend=spec.backend, observation=spec.observation, **spec.env_options)
+    env = spec.make_env()
     try:
         factory, images, period = load_policy(spec.policy), image_shapes(env.observation_space), control_period(env)
         summaries, tables, steps = [], [], 0

@@ -183,7 +183,6 @@ class Server:
         if self.sock is not None and (self._in or self._out) and time.monotonic() - self._since > self.stall:
             what = "sent part of a request" if self._in and not self._out else "left its replies unread"
             self._drop(f"step channel closed: the env {what} for {self.stall:g} s")
-            return
 
     def _watch_for(self, events: int) -> None:
         """What the poll waits for on the socket: room to write while output waits, else requests while one

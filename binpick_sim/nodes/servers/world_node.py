@@ -1,7 +1,6 @@
 """The `world` node: owns the simulation and its physics thread; serves /clock, resets and markers."""
 from __future__ import annotations
 
-
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt32
