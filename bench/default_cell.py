@@ -163,7 +163,7 @@ BARE_OBJECTS = 20
 
 def sleeping_object_cost(kind: str) -> float:
     """us a bare PyBullet step (a plane, no binpick_sim) costs per sleeping object: BARE_OBJECTS of them at rest
-    on the plane, put to sleep, against the plane alone. `kind`: "mesh" (random_urdfs/001, the default scene's
+    on the plane, put to sleep with the plane, against the plane alone. `kind`: "mesh" (random_urdfs/001, the default scene's
     kind, at 2 cm) or "box" (2 cm)."""
     import pybullet
     import pybullet_data
@@ -172,7 +172,9 @@ def sleeping_object_cost(kind: str) -> float:
         client = pybullet.connect(pybullet.DIRECT)
         pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
         pybullet.setPhysicsEngineParameter(fixedTimeStep=1 / 240, numSolverIterations=50, physicsClientId=client)
-        pybullet.loadURDF(f"{pybullet_data.getDataPath()}/plane.urdf", useFixedBase=True, physicsClientId=client)
+        plane = pybullet.loadURDF(f"{pybullet_data.getDataPath()}/plane.urdf", useFixedBase=True, physicsClientId=client)
+        pybullet.changeDynamics(plane, -1, activationState=pybullet.ACTIVATION_STATE_ENABLE_SLEEPING,
+                                physicsClientId=client)  # as the cell's ground (scene.may_sleep)
         for i in range(count):
             position = [0.05 * (i % 5), 0.05 * (i // 5), 0.03]
             if kind == "box":
@@ -185,7 +187,7 @@ def sleeping_object_cost(kind: str) -> float:
                                     physicsClientId=client)
         for _ in range(480):
             pybullet.stepSimulation(physicsClientId=client)
-        for body in range(1, count + 1):
+        for body in range(count + 1):
             pybullet.changeDynamics(body, -1, activationState=pybullet.ACTIVATION_STATE_SLEEP, physicsClientId=client)
         return client
 

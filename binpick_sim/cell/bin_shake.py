@@ -70,7 +70,9 @@ class BinShaker:
             raise ValueError(f"{self.bin.name} is already shaking ({self.time_left:.2f} s left)")
         c, body = self.world.client, self.bin.body
         rest = (self.bin.position.tolist(), self.bin.orientation.tolist())
-        c.changeDynamics(body, -1, mass=SHAKE_MASS)
+        # awake, and kept so while it moves (asleep, Bullet would neither move it nor test its contacts)
+        c.changeDynamics(body, -1, mass=SHAKE_MASS,
+                         activationState=c.ACTIVATION_STATE_WAKE_UP | c.ACTIVATION_STATE_DISABLE_SLEEPING)
         c.setCollisionFilterPair(body, self.ground, -1, -1, 0)  # it stands on the ground: no friction there
         self.constraint = c.createConstraint(body, -1, -1, -1, c.JOINT_FIXED, [0, 0, 0], [0, 0, 0], rest[0],
                                              childFrameOrientation=rest[1])
@@ -92,7 +94,7 @@ class BinShaker:
         c.removeConstraint(self.constraint)
         self.constraint = None
         self.steps_left = 0
-        c.changeDynamics(body, -1, mass=0.0)
+        c.changeDynamics(body, -1, mass=0.0, activationState=c.ACTIVATION_STATE_ENABLE_SLEEPING)  # scene.may_sleep
         c.resetBasePositionAndOrientation(body, self.bin.position.tolist(), self.bin.orientation.tolist())
         c.resetBaseVelocity(body, [0, 0, 0], [0, 0, 0])
         c.setCollisionFilterPair(body, self.ground, -1, -1, 1)
