@@ -45,7 +45,7 @@ ARGUMENTS = [
     ("realtime_factor", "1.0", "Sim seconds per wall second; 0 runs as fast as possible."),
     ("namespace", "", "Namespace for every node and topic (but /clock, /diagnostics and /tf)."),
     ("use_sim_time", "true", "use_sim_time for the other nodes (robot_state_publisher, RViz); the simulation "
-     "itself publishes /clock."),
+     "itself publishes /clock, and its own nodes always keep sim time (their use_sim_time reads true)."),
     ("log_level", "info", "Log level of every node: debug, info, warn, error or fatal."),
     ("publish_description", "true", "Run robot_state_publisher with the cell's URDF (robot, bins, camera)."),
     ("ros2_control", "false", "Drive the arm through ros2_control (ros2_control_node, joint_state_topic_hardware_interface, "

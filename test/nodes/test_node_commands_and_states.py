@@ -1,4 +1,6 @@
 """The nodes over real DDS: commands in, states and images out, resets, and garbage rejected."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
@@ -80,6 +82,39 @@ def test_clock_drives_every_stamp(ros_context, client, stack):
     for t in ticks + [client.stamp("joint_states")]:
         assert abs(t / dt - round(t / dt)) < 1e-3  # a whole number of physics steps
     assert abs(client.stamp("joint_states") - ticks[-1]) < 5.0  # the same clock: sim seconds, not 1.8e9
+
+
+def test_every_node_of_the_stack_keeps_sim_time_and_says_so(client, stack):
+    """use_sim_time reads true on every node (asked over ROS, as `ros2 param get` does), cannot be turned off,
+    and each node's clock reads the world's time; none of them subscribes to /clock for it (sim_clock)."""
+    assert client.node.count_subscribers("/clock") == 0
+    names = [node.get_fully_qualified_name() for node in stack.nodes]
+    assert "/world" in names and "/arm" in names
+    for name in names:
+        remote = AsyncParameterClient(client.node, name)
+        client.spin_until(remote.services_are_ready, 30, f"{name}'s parameter services")
+        future = remote.get_parameters(["use_sim_time"])
+        client.spin_until(future.done, 30, f"{name}'s use_sim_time")
+        assert future.result().values[0].bool_value is True, name
+    refused = parameter_setter(client, "/world")(use_sim_time=False)[0]
+    assert not refused.successful and "sim time" in refused.reason
+    assert stack.world.get_parameter("use_sim_time").value is True
+    settle(client)
+    for node in stack.nodes:
+        seconds = node.get_clock().now().nanoseconds * 1e-9
+        assert 0 < seconds <= stack.sim.world.time and stack.sim.world.time - seconds < 1.0, node.get_name()
+
+
+def test_no_node_timer_runs_on_the_clock_the_physics_thread_sets():
+    """A timer on a node's own clock (now the world's) would stop while the simulation is paused: quitting
+    from the paused state waited for its 0.2 s timer for good. Every timer goes through steady_timer."""
+    import binpick_sim
+
+    package = Path(binpick_sim.__file__).parent
+    on_node_clock = [f"{path.relative_to(package)}:{number}" for path in sorted(package.rglob("*.py"))
+                     for number, line in enumerate(path.read_text().splitlines(), 1)
+                     if ".create_timer(" in line and path.name != "sim_clock.py"]
+    assert on_node_clock == []
 
 
 def test_reset_starts_a_new_seeded_episode(ros_context, client):

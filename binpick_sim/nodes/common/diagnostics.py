@@ -17,6 +17,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 
 from .convert import header
+from .sim_clock import steady_timer
 
 LOG_PERIOD = 1.0  # seconds between two log lines about the same interface
 MAX_LINE = 500  # characters of a reason a log line (or a reply) quotes
@@ -49,7 +50,7 @@ class NodeDiagnostics:
         self._last_log: dict[str, float] = {}
         self._held_back: Counter = Counter()
         self.publisher = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.timer = node.create_timer(period, self.publish)
+        self.timer = steady_timer(node, period, self.publish)  # wall seconds, paused or not
 
     def reject(self, interface: str, reason: str) -> None:
         self.rejected[interface] += 1

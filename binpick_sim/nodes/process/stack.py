@@ -35,6 +35,7 @@ from . import start_watchdog
 from .interrupt import stop_interrupted
 from ..common import shm, step_channel
 from ..common.dds import use_package_profile
+from ..common.sim_clock import SimClocks, steady_timer
 from ..common.teardown import destroy_fully
 from ..servers.arm_node import ArmNode
 from ..servers.camera_node import CameraNode
@@ -114,6 +115,11 @@ class SimStack:
         self.context = context or rclpy.get_default_context()
         actions = [arm.actions.server_node for arm in self.arm_nodes if arm.actions is not None]
         self.nodes.extend(actions)  # the action servers live on nodes of their own, for the thread pool
+        self.clocks = SimClocks(lambda: self.sim.world.time)  # every node on sim time, set where /clock goes out
+        for node in self.nodes:
+            self.clocks.adopt(node)
+        self.loop.every(self.sim.world.timestep, self.clocks.tick)
+        self.loop.when_settled(self.clocks.tick)
         slow = [n for n in self.nodes if isinstance(n, (ReasoningNode, simulation_node.SimulationNode))
                 or n in actions]  # actions and queries that take a while
         self.executor = make_executor(self.world.executor_kind, self.context)
@@ -261,7 +267,7 @@ def waker(node: Node) -> Callable[[], None]:
     timer of (almost) no period, which the call resets, fires at once (about 0.1 ms here) and cancels
     itself again. rclpy 7.1.6's EventsExecutor takes no guard conditions, and neither its wake() nor
     SingleThreadedExecutor's ends a spin_once in progress."""
-    timer = node.create_timer(1e-6, lambda: timer.cancel())
+    timer = steady_timer(node, 1e-6, lambda: timer.cancel())
     timer.cancel()
     return timer.reset
 

@@ -12,6 +12,7 @@ import time
 from rclpy.action import GoalResponse
 
 from ..common.long_requests import Deferred
+from ..common.sim_clock import steady_timer
 
 SCOPE_BITS = 1 | 2 | 4  # ResetSimulation's SCOPE_TIME | SCOPE_STATE | SCOPE_SPAWNED
 # s between the last feedback and the result: rclpy's ActionClient forgets a goal's feedback callback
@@ -55,7 +56,7 @@ class SimulationSteps:
             self.stopped = True
         elif target == s.STATE_QUITTING:
             self.run(self._pause, "QUITTING")
-            self._quit_timer = self.create_timer(0.2, self._quit)  # after this answer has gone out
+            self._quit_timer = steady_timer(self, 0.2, self._quit)  # after this answer has gone out (wall time: paused)
         else:
             return self.fail(response, r.INCORRECT_TRANSITION, f"state {target} cannot be set (settable: "
                              "STOPPED 0, PLAYING 1, PAUSED 2, QUITTING 3)")

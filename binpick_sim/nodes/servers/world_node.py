@@ -19,6 +19,7 @@ from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import SERVICE_QOS
 from ..common.params import MAX_RATE, MIN_RATE, declare
+from ..common.sim_clock import steady_timer
 from . import planning_scene
 from .description_topics import DescriptionTopics
 
@@ -116,7 +117,7 @@ class WorldNode(Node):
         self.declare_shaking()
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=self.figures)
         self.other_worlds = 0  # world nodes of other stacks seen in this namespace (and ROS domain)
-        self.create_timer(DUPLICATE_CHECK_PERIOD, self.check_for_other_stacks)
+        steady_timer(self, DUPLICATE_CHECK_PERIOD, self.check_for_other_stacks)
         self.loop.every(self.sim.world.timestep, self.publish_clock)
         self.loop.every(1.0 / objects_rate, self.publish_objects)
         self.loop.when_settled(self.publish_clock)
