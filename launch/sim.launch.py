@@ -7,11 +7,12 @@
 
 `ros2 launch binpick_sim sim.launch.py -s` lists the arguments with their descriptions.
 
-A scene of several arms (`arms:`, e.g. config/scene_two_arms.yaml) runs one robot_state_publisher per
-arm, in the arm's namespace, reading that arm's `<name>/joint_states`; each has the whole cell's
-description (every arm's links carry the arm's name, so their TF frames never clash).
+One robot_state_publisher holds the whole cell's description, also for a scene of several arms (`arms:`,
+e.g. config/scene_two_arms.yaml): every arm's links then carry the arm's name, so their TF frames never
+clash, and each arm's node, in the arm's namespace, sends its joint states to `<name>/joint_states` and to
+the cell's `joint_states`, which robot_state_publisher reads.
 
-robot_state_publisher is then the one publisher of `robot_description` and of the description's fixed
+robot_state_publisher is the one publisher of `robot_description` and of the description's fixed
 frames on /tf_static: the simulation is told so (its `robot_state_publisher` parameter) and publishes
 neither, only the objects' frames on /tf.
 
@@ -105,15 +106,9 @@ def generate_launch_description():
                 raise RuntimeError(ROS2_CONTROL_HINT) from None
         return []
 
-    def state_publishers(context):
-        """One robot_state_publisher, or one per arm (in its namespace) for a scene of several arms."""
-        arms = _arm_namespaces(arg("config").perform(context))
-        return [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-                     namespace=name, ros_arguments=log, condition=IfCondition(arg("publish_description")),
-                     parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
-                for name in arms]
-
-    state_publisher = OpaqueFunction(function=state_publishers)
+    state_publisher = Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+                           ros_arguments=log, condition=IfCondition(arg("publish_description")),
+                           parameters=[{"robot_description": description, "use_sim_time": arg("use_sim_time")}])
     controllers = PathJoinSubstitution([FindPackageShare("binpick_sim"), "config", "ros2_controllers.yaml"])
     # controller_manager (Jazzy) takes the description from the robot_description topic (robot_state_publisher's)
     control_node = Node(package="controller_manager", executable="ros2_control_node", output="screen",

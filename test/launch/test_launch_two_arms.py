@@ -1,6 +1,7 @@
 """launch_testing: `sim.launch.py config:=<share>/config/scene_two_arms.yaml` — each arm's node under its own
-namespace with its own joint_states, and one robot_state_publisher per arm with the whole cell's
-description (both arms' links prefixed), checked from outside by a ROS client.
+namespace with its own joint_states, and one robot_state_publisher for the cell with the whole cell's
+description (both arms' links prefixed), fed by the cell's joint_states where both arms send theirs,
+checked from outside by a ROS client.
 
 Runs under pytest's launch_testing plugin (`make test`, `colcon test`) and as `launch_test
 test/launch/test_launch_two_arms.py`. Needs launch_testing and launch_ros (a ROS 2 install; CI installs
@@ -60,12 +61,13 @@ class TheLaunchedTwoArmCell(unittest.TestCase):
         rclpy.init(context=cls.context)
         cls.clients = {name: SimClient(f"launch_check_{name}", namespace=f"/{name}", context=cls.context,
                                        topics={"joint_states": JointState}) for name in ARMS}
+        cls.cell = SimClient("launch_check_cell", context=cls.context, topics={})
 
     @classmethod
     def tearDownClass(cls):
         import rclpy
 
-        for client in cls.clients.values():
+        for client in [*cls.clients.values(), cls.cell]:
             client.close()
         rclpy.try_shutdown(context=cls.context)
 
@@ -76,22 +78,35 @@ class TheLaunchedTwoArmCell(unittest.TestCase):
             self.assertEqual(len(names), 9)
             self.assertTrue(all(n.startswith(f"{name}_panda_") for n in names), names)
 
-    def test_one_robot_state_publisher_per_arm_with_the_whole_cells_description(self):
+    def test_one_robot_state_publisher_for_the_cell_fed_by_both_arms(self):
         from rclpy.qos import DurabilityPolicy, QoSProfile
+        from sensor_msgs.msg import JointState
         from std_msgs.msg import String
 
         from binpick_sim.config import load_config
         from binpick_sim.description import cell_description
         from binpick_sim.paths import default_config
 
+        cell = self.cell
         expected = cell_description(load_config(default_config().parent / "scene_two_arms.yaml"))
-        for name, client in self.clients.items():
-            received = []
-            client.node.create_subscription(String, "robot_description", lambda m: received.append(m.data),
-                                            QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-            client.spin_until(lambda: received, 60, f"/{name}/robot_description from robot_state_publisher")
-            self.assertEqual(received[0], expected)
-            self.assertIn('name="right_panda_joint1"', received[0])
+        received, joints = [], set()
+        cell.node.create_subscription(String, "/robot_description", lambda m: received.append(m.data),
+                                      QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        cell.node.create_subscription(JointState, "/joint_states", lambda m: joints.update(m.name), 10)
+        cell.spin_until(lambda: received, 60, "/robot_description from robot_state_publisher")
+        self.assertEqual(received[0], expected)
+        self.assertIn('name="right_panda_joint1"', received[0])
+        cell.spin_until(lambda: {"left_panda_joint1", "right_panda_joint1"} <= joints, 60,
+                        "both arms' joints on the cell's /joint_states")
+        # one publisher per description and per fixed frame: none left in the arms' namespaces
+        self.assertEqual(cell.node.count_publishers("/robot_description"), 1)
+        for name in ARMS:
+            self.assertEqual(cell.node.count_publishers(f"/{name}/robot_description"), 0)
+        try:
+            import tf2_msgs  # noqa: F401  (robot_state_publisher sends /tf_static only with it)
+        except ImportError:
+            return
+        self.assertEqual(cell.node.count_publishers("/tf_static"), 1)
 
 
 @launch_testing.post_shutdown_test()

@@ -226,6 +226,25 @@ def test_the_two_arm_demo_picks_with_one_arm_while_the_other_moves(tmp_path):
     assert "grabs per arm: {'left': 1, 'right': 0}" in result.stdout
 
 
+def test_the_cells_joint_states_carry_both_arms_for_one_robot_state_publisher(ros_context, two_arm_stack):
+    """Each arm's node also sends its joint states to the stack's own `joint_states` (where sim.launch.py's one
+    robot_state_publisher reads them), each message naming that arm's joints alone."""
+    from sensor_msgs.msg import JointState
+
+    from binpick_sim.nodes.clients.client import SimClient
+
+    cell = SimClient("test_cell", context=ros_context, topics={})
+    try:
+        messages = []
+        cell.node.create_subscription(JointState, "/joint_states", lambda m: messages.append(list(m.name)), 10)
+        cell.spin_until(lambda: {n[0] for n in messages} >= {"left_panda_joint1", "right_panda_joint1"}, 30,
+                        "both arms on /joint_states")
+        for names in messages:
+            assert len(names) == 9 and len({n.split("_")[0] for n in names}) == 1, names
+    finally:
+        cell.close()
+
+
 def test_the_reasoning_node_answers_for_the_arm_its_parameter_names(ros_context, two_arm_stack):
     import json
 

@@ -274,12 +274,13 @@ def waker(node: Node) -> Callable[[], None]:
 
 def arm_namespace(world: WorldNode, arm) -> dict:
     """Node options that put an arm's node in a namespace named after the arm, within the stack's own,
-    when the scene has several arms (`left` -> /left/arm/position_commands, /left/joint_states); one arm
-    stays where it always was. Node-local arguments win over a process-wide `-r __ns:=`."""
+    when the scene has several arms (`left` -> /left/arm/position_commands, /left/joint_states; its joint
+    states go to the stack's `joint_states` too: ArmNode's `cell_namespace`); one arm stays where it
+    always was. Node-local arguments win over a process-wide `-r __ns:=`."""
     if not world.sim.config.several_arms:
         return {}
     namespace = world.get_namespace().rstrip("/") + "/" + arm.config.name
-    return {"cli_args": ["--ros-args", "-r", f"__ns:={namespace}"]}
+    return {"cli_args": ["--ros-args", "-r", f"__ns:={namespace}"], "cell_namespace": world.get_namespace()}
 
 
 def check_start_parameters(arm_options: dict) -> Node:

@@ -40,10 +40,14 @@ CONTROLLER_TOPIC = "arm/controller_commands"
 
 
 class ArmNode(Node):
-    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, owner: str | None = None, arm=None, **kwargs):
+    def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, owner: str | None = None, arm=None,
+                 cell_namespace: str | None = None, **kwargs):
         """`owner`: who else drives the arm (the robot interface); then every command here is refused.
         `arm`: which of the scene's arms (default the first); with several, each node runs in a namespace
-        named after its arm (the stack sets it) and prefixes its joint names."""
+        named after its arm (the stack sets it) and prefixes its joint names. `cell_namespace` (several
+        arms): the stack's namespace, whose `joint_states` gets every arm's too, so that one
+        robot_state_publisher there moves the whole cell and each fixed frame has one publisher
+        (robot_state_publisher keeps track per joint: a message naming one arm's joints is whole to it)."""
         super().__init__("arm", **kwargs)
         self.sim, self.arm, self.loop, self.owner = sim, arm or sim.arm, loop, owner
         self.joint_names = sim.joint_names(self.arm)
@@ -56,6 +60,8 @@ class ArmNode(Node):
         self.last_velocity_command: float | None = None
 
         self.joint_states_publisher = self.create_publisher(JointState, "joint_states", 10)
+        self.cell_joint_states_publisher = (None if cell_namespace is None else self.create_publisher(
+            JointState, f"{cell_namespace.rstrip('/')}/joint_states", 10))
         self.ee_pose_publisher = self.create_publisher(PoseStamped, "arm/ee_pose", 10)
         self.wrench_publishers = [self.create_publisher(WrenchStamped, f"arm/{side}_finger/wrench", 10)
                                   for side in ("left", "right")]
@@ -268,9 +274,13 @@ class ArmNode(Node):
         self.expire_velocity()
         now = self.sim.world.time
         # only what someone subscribes to: a message nobody reads still costs the physics thread
-        if self.joint_states_publisher.get_subscription_count():
+        publishers = [p for p in (self.joint_states_publisher, self.cell_joint_states_publisher)
+                      if p is not None and p.get_subscription_count()]
+        if publishers:
             position, velocity, effort = self.arm.joint_states()
-            self.joint_states_publisher.publish(convert.joint_state(now, self.joint_names, position, velocity, effort))
+            message = convert.joint_state(now, self.joint_names, position, velocity, effort)
+            for publisher in publishers:
+                publisher.publish(message)
         if self.ee_pose_publisher.get_subscription_count():
             self.ee_pose_publisher.publish(convert.pose_stamped(now, *self.arm.ee_pose()))
         if any(p.get_subscription_count() for p in self.wrench_publishers):

@@ -51,11 +51,8 @@ class CameraNode(Node):
         self.make_publishers()
         config = self.camera.config
         self.described = (config.parent, config.position, config.orientation_deg)  # as the description has it
-        # robot_state_publisher of this namespace, or, with several arms, one per arm in the arm's namespace
-        # (as sim.launch.py runs them), each holding the whole cell's description.
-        publishers = ([f"{arm.name}/robot_state_publisher" for arm in sim.config.arms] if sim.config.several_arms
-                      else ["robot_state_publisher"])
-        self.description_clients = {name: AsyncParameterClient(self, name) for name in publishers}
+        # robot_state_publisher of this namespace (as sim.launch.py runs it, one for the cell, arms and all)
+        self.description_clients = {name: AsyncParameterClient(self, name) for name in ["robot_state_publisher"]}
         self.declare_camera_parameters()
         self.frames = 0
         self.segmented_frames = 0  # frames rendered with the segmentation mask
@@ -153,8 +150,8 @@ class CameraNode(Node):
         self.on_camera_change(config)
 
     def on_camera_change(self, config) -> None:
-        """The robot description follows a moved camera: robot_state_publisher (of this namespace, or each
-        arm's with several arms, where they run) gets the cell's URDF with the new camera_joint as its
+        """The robot description follows a moved camera: robot_state_publisher (of this namespace, where it
+        runs) gets the cell's URDF with the new camera_joint as its
         robot_description, which it re-parses, republishing the camera frames and the description topic,
         so RViz shows where the camera now is."""
         if (config.parent, config.position, config.orientation_deg) == self.described:
