@@ -131,6 +131,21 @@ print(json.dumps({{"steps": {{f.name: str(f.type) for f in steps.schema}}, "rows
     assert summary["episodes"] == 3 and summary["steps"] == 18 and summary["retries"] == 0
 
 
+def test_a_run_without_ray_never_imports_it(tmp_path):
+    """One worker and no cluster: the run neither starts Ray nor imports it (a quarter of a second of a short
+    run's start went to importing Ray only to ask whether it was connected)."""
+    script = f"""
+import sys
+from binpick_sim.rollouts import RunSpec, rollouts
+rollouts({str(tmp_path / 'd')!r}, 1, 1, 0, RunSpec(policy="random", max_steps=2), progress=False)
+print("ray imported" if "ray" in sys.modules else "no ray")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "no ray"
+    assert (tmp_path / "d" / "dataset.json").exists()
+
+
 @needs_ray
 def test_image_observations_are_lossless_pngs(tmp_path):
     """rgb exactly, depth to 0.1 mm (16-bit PNG), as the env observed them; through Parquet and back.
