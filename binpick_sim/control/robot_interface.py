@@ -22,6 +22,8 @@ import numpy as np
 
 from ..cell.arm import JOINT_NAMES, FrankaArm
 from ..cell.loop import PhysicsLoop
+from ..config import SimulationConfig
+from ..config.parameters import ROBOT_INTERFACE_RATE
 from .time_series import BUFFER, TimeIndexError, TimeSeries  # noqa: F401  (BUFFER: also a public name here)
 
 N = len(JOINT_NAMES)
@@ -274,7 +276,8 @@ class Robot:
             print(robot.frontend.get_robot_observation(t).position)
     """
 
-    def __init__(self, config=None, rate: float = 1000.0, realtime_factor: float = 1.0, seed: int = 0,
+    def __init__(self, config=None, rate: float = ROBOT_INTERFACE_RATE,
+                 realtime_factor: float = SimulationConfig.realtime_factor, seed: int = 0,
                  max_action_repetitions: int = 0, gravity_compensation: bool = True, camera_rate: float = 0.0):
         """`camera_rate`: frames per second of sim time of the scene file's camera for
         `get_camera_observation` (at most that: a frame is drawn while the robot runs on); 0: none."""
@@ -286,10 +289,10 @@ class Robot:
         from ..cell.sim import BinPickingSim
 
         config = config or load_config(default_config())
-        config = with_changes(config, simulation={"timestep": 1.0 / rate})
+        config = with_changes(config, simulation={"timestep": 1.0 / rate, "realtime_factor": realtime_factor})
         self.sim = BinPickingSim(config)
         self.sim.reset(seed=seed)
-        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=True)  # idle until the first action
+        self.loop = PhysicsLoop(self.sim.world, config.simulation.realtime_factor, lockstep=True)  # idle until the first action
         self.backend = RobotBackend(self.sim.arm, self.loop, max_action_repetitions, gravity_compensation)
         self.frontend = RobotFrontend(self.backend)
         if camera_rate > 0:

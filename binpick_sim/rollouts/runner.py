@@ -12,11 +12,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import MAX_SEED
 from ..datasets.parquet import DEPTH_PNG_SCALE, EPISODES_DIR, IMAGE_FORMATS, STEPS_DIR, SUMMARY_FILE, image_shapes, steps_table
 from .episode import DEFAULT_ENV, OBSERVATIONS, EpisodeSpec, RunSpec, run_episode
 from .policies import load_policy
-
-MAX_SEED = 2**32 - 1  # the world seeds numpy's legacy generator, which takes 32-bit seeds
 
 
 def _ray():

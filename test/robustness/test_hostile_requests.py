@@ -428,7 +428,7 @@ def test_step_requests_are_capped_and_cancellable(ros_context):
     from std_msgs.msg import UInt32
 
     from binpick_sim.nodes.process.stack import SimStack
-    from binpick_sim.nodes.servers.world_node import MAX_STEP_REQUEST
+    from binpick_sim.config import MAX_STEP_REQUEST
 
     world = parameters(lockstep=True, camera=False, realtime_factor=0.0)
     with SimStack(ros_context, {"world": world}) as stack:
