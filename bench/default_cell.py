@@ -134,7 +134,7 @@ def beside_the_peer() -> list[Figure]:
 
 def physics_floor() -> list[Figure]:
     """Raw stepSimulation of the default scene's settled pile (the arm holding home), and of the empty cell."""
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(load_config(default_config()), drawn=False)
     sim.reset(seed=1000)

@@ -7,7 +7,7 @@ import yaml
 
 from binpick_sim.config import load_config, with_changes
 from binpick_sim.paths import default_config
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 TIMESTEP = load_config(default_config()).simulation.timestep
 

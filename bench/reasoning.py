@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 
-from binpick_sim.cell.rendering import RendererError, probe_egl
+from binpick_sim.cell.rendering.renderers import RendererError, probe_egl
 from binpick_sim.config import load_config, replaced, with_changes
 from binpick_sim.paths import default_config
 from binpick_sim.reasoning import Reasoner
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 from .figures import Figure
 

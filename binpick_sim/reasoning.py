@@ -8,7 +8,7 @@ is not an option: a restored world drifts from the one that was never touched by
 seconds.) `visible` / `occluding` render, and with the scene file's renderer, like every camera image:
 that is `egl` often enough, and PyBullet's EGL plugin allows one client per process, which the live
 world holds. So their masks are drawn in a render worker of the reasoner's own (another process, started
-at the first such query), from a mirror of the live state (cell/render_worker.py, visibility.py);
+at the first such query), from a mirror of the live state (cell/render_process/worker.py, visibility.py);
 the live world is only captured, on the physics thread, and the drawing need not stop it.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cell.panda import ROBOT_NAME  # noqa: F401  (also a public name here)
-from .cell.sim import BinPickingSim
-from .cell.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
-from .cell.rendering import offscreen
+from .cell.arm.panda import ROBOT_NAME
+from .cell.bin_picking_sim import BinPickingSim
+from .cell.render_process.worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
+from .cell.rendering.renderers import offscreen
 from .cell.vision.visibility import View
 from .config import with_changes
 

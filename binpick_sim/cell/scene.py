@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
-from .bin_geometry import bin_boxes
-from .rendering import spelled
+from .bins.geometry import bin_boxes
+from .rendering.renderers import spelled
 from ..config import BinConfig, SceneConfig
-from .meshes import obj_vertices
+from .objects.meshes import obj_vertices
 from .world import World, connect
 
 GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points

@@ -22,7 +22,7 @@ class SimulationConfig:
     seed: int = 0
     gui: bool = False
     realtime_factor: float = 1.0
-    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # doc/cameras.md: Renderers (cell/rendering.py)
+    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # doc/cameras.md: Renderers (cell/rendering/renderers.py)
 
     def __post_init__(self):
         _check(self.timestep > 0, "timestep", "must be > 0 seconds")

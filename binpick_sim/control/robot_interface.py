@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cell.arm import JOINT_NAMES, FrankaArm
+from ..cell.arm.franka import FrankaArm
+from ..cell.arm.panda import JOINT_NAMES
 from ..cell.loop import PhysicsLoop
 from ..config import SimulationConfig
 from ..config.parameters import ROBOT_INTERFACE_RATE
-from .time_series import BUFFER, TimeIndexError, TimeSeries  # noqa: F401  (BUFFER: also a public name here)
+from .time_series import TimeSeries
 
 N = len(JOINT_NAMES)
 DEFAULT_KP = np.array([300.0] * 4 + [100.0] * 3 + [1000.0] * 2)
@@ -286,7 +287,7 @@ class Robot:
 
         from ..config import load_config, with_changes
         from ..paths import default_config
-        from ..cell.sim import BinPickingSim
+        from ..cell.bin_picking_sim import BinPickingSim
 
         config = config or load_config(default_config())
         config = with_changes(config, simulation={"timestep": 1.0 / rate, "realtime_factor": realtime_factor})

@@ -178,7 +178,7 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..cell.arm import JOINT_NAMES
+    from ..cell.arm.panda import JOINT_NAMES
 
     folder, out = Path(folder), Path(out)
     if images not in IMAGE_MODES:

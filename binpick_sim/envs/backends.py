@@ -22,9 +22,9 @@ from typing import Callable, TypeVar
 import numpy as np
 
 from ..config import Config, save_config
-from ..picking.policy import ObjectView
-from ..cell.shapes import Geometry, cached_vertices
-from ..cell.sim import BinPickingSim
+from ..cell.objects.shapes import ObjectView
+from ..cell.objects.shapes import Geometry, cached_vertices
+from ..cell.bin_picking_sim import BinPickingSim
 from ..picking.privileged import privileged_state
 from ..picking.task import PickTask
 

@@ -19,8 +19,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..cell.arm import JOINT_NAMES, urdf_joint_limits
-from ..cell.ik import clip
+from ..cell.arm.panda import JOINT_NAMES
+from ..cell.arm.panda import urdf_joint_limits
+from ..cell.arm.ik import clip
 from ..config import load_config, with_changes
 from ..paths import default_config
 from .backends import Observation, make_backend

@@ -38,7 +38,8 @@ import numpy as np
 from gymnasium import spaces
 from scipy.spatial.transform import Rotation
 
-from ..cell.arm import FLOOR_CLEARANCE, TOP_DOWN_ROLL, FrankaArm
+from ..cell.arm.franka import FrankaArm
+from ..cell.arm.actions import FLOOR_CLEARANCE, TOP_DOWN_ROLL
 from ..cell.world import World
 from ..config import with_changes
 from .backends import Observation

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cell.meshes import obj_vertices  # noqa: F401  (its old home: a public name here)
-from ..cell.shapes import ObjectView
+from ..cell.objects.shapes import ObjectView
 
 APPROACH_HEIGHT = 0.10  # metres above the grasp point before descending
 LIFT_HEIGHT = 0.15  # metres above the grasp point when lifting (clear of the bins' rims)

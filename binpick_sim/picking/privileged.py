@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cell.shapes import BOX, CYLINDER, MESH, SPHERE, cached_vertices
+from ..cell.objects.shapes import BOX, CYLINDER, MESH, SPHERE, cached_vertices
 from .task import lift_height
 
 KINDS = (BOX, CYLINDER, SPHERE, MESH)  # the one-hot order of an object's type

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from ..config import TaskConfig
-from ..cell.sim import BinPickingSim
+from ..cell.bin_picking_sim import BinPickingSim
 
 
 @dataclass

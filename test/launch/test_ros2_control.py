@@ -20,7 +20,7 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 import ros_env
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.config import load_config
 from binpick_sim.description import cell_description
 from binpick_sim.paths import default_config, share_dir

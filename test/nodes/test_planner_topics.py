@@ -7,7 +7,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 
 from helpers import parameters
 

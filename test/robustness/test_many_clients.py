@@ -17,7 +17,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import ros_env
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.nodes.clients.client import SimClient
 from binpick_sim.nodes.process.spawn import SimProcess
 

@@ -141,7 +141,7 @@ class InverseKinematicsController(Controller):
     target's current pose; the position part is clipped to a norm of `ik_pos_limit` and the rotation
     to `ik_ori_limit`. `converge_steps` bounds the IK solver's refinement rounds.
 
-    The solver is the arm's own IK copy (cell/ik.py), shared, until `load_urdf: true`,
+    The solver is the arm's own IK copy (cell/arm/ik.py), shared, until `load_urdf: true`,
     `setup_inverse_kinematics(True)` or `update_base_pose` gives the controller a copy of its own (one
     more PyBullet client; `close()` ends it). The seed's IK helpers work on that copy: `sync_state`,
     `sync_ik_robot`, `ik_robot_eef_joint_cartesian_pose`, `inverse_kinematics`,
@@ -180,7 +180,7 @@ class InverseKinematicsController(Controller):
         """Seed: set up IK. `load_urdf`: a copy of the arm of this controller's own (at the base it knows);
         false: share the arm's (the seed's choice for several controllers of one robot)."""
         if load_urdf and not self.own_solver:
-            from ...cell.ik import PandaIK
+            from ...cell.arm.ik import PandaIK
 
             shared = self.arm.solver
             self.solver = PandaIK(self.base_position, self.base_orientation, shared.lower, shared.upper, shared.rest,

@@ -19,7 +19,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from ...picking.policy import ObjectView
+from ...cell.objects.shapes import ObjectView
 from ..common import convert
 from ..common.convert import to_seconds
 from ..common.teardown import destroy_fully

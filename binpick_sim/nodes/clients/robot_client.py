@@ -14,7 +14,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...control.camera_series import CameraObservation, CameraSeries
-from ...control.robot_interface import Action, Observation, RobotFrontend, Status, TimeSeries
+from ...control.robot_interface import Action, Observation, RobotFrontend, Status
+from ...control.time_series import TimeSeries
 from ..common.teardown import destroy_fully
 from ..common.wire import ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
 

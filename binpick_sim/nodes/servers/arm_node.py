@@ -18,12 +18,13 @@ from std_msgs.msg import Float64MultiArray, UInt64
 from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
-from ...cell.arm import FINGER_LINKS, JOINT_NAMES, check_joint_names
+from ...cell.arm.panda import FINGER_LINKS, JOINT_NAMES
+from ...cell.arm.panda import check_joint_names
 from ...config import CONTROLLER_TYPES
 from ...control.controllers import make_controller
 from ...cell.loop import PhysicsLoop
 from ...control.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
-from ...cell.sim import BinPickingSim
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common import convert
 from . import trajectory_actions
 from ..common.diagnostics import BadCommand, NodeDiagnostics, finite_vector

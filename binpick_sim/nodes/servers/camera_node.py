@@ -16,15 +16,15 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from ...cell.vision.camera import organised_cloud
 from ...cell.vision.labels import label_image
-from ...cell.render_worker import RenderedFrame, RenderWorker, RenderWorkers, capture
+from ...cell.render_process.worker import RenderedFrame, RenderWorker, RenderWorkers, capture
 from ...config import CameraConfig, checked_value
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop
-from ...cell.sim import BinPickingSim
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common import convert
 from ..common import dds
 from ..common.diagnostics import NodeDiagnostics
-from ...cell.heap import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
+from ...cell.rendering.frame_memory import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
 from ..common.params import declare, group
 from .camera_frames import FrameThread
 

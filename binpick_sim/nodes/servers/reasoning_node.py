@@ -13,8 +13,8 @@ from std_srvs.srv import Trigger
 
 from ...cell.loop import PhysicsLoop
 from ...reasoning import CameraView, Reasoner
-from ...cell.render_worker import VisibilityAnswer, VisibilityRequest
-from ...cell.sim import BinPickingSim
+from ...cell.render_process.worker import VisibilityAnswer, VisibilityRequest
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import SERVICE_QOS
 from ..common.params import declare

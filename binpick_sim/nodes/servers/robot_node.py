@@ -25,12 +25,11 @@ from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
 from ...control.robot_interface import N, Action, RobotBackend
-from ...cell.sim import BinPickingSim
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common import convert
 from ..common.params import declare
-from ..common.wire import (ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED,  # noqa: F401
-                           STEP_LAYOUT, STEPS_QOS)  # (F401: the layouts' old home, still importable from here)
+from ..common.wire import ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED, STEPS_QOS
 
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53

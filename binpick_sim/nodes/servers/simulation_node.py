@@ -22,13 +22,14 @@ from rclpy.exceptions import NameValidationException
 from rclpy.node import Node
 from rclpy.validate_full_topic_name import validate_full_topic_name
 
-from ...cell import entities as core
-from ...cell.entities import Entities, EntityError
+from ...cell.entities import registry as core
+from ...cell.entities.registry import Entities
+from ...cell.entities.errors import EntityError
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import ACTION_QOS, SERVICE_QOS, Deferred, own_threads, serve_deferred
 from ..common.params import declare
 from .simulation_entities import EntityServices
-from .simulation_steps import CANCEL_POLL, FEEDBACK_LEAD, SCOPE_BITS, SimulationSteps  # noqa: F401
+from .simulation_steps import SimulationSteps
 
 
 def available() -> bool:

@@ -20,14 +20,14 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
-from ...cell.sim import BinPickingSim
+from ...cell.bin_picking_sim import BinPickingSim
 from ...picking.privileged import privileged_state
 from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
 from ...config import MAX_STEP_REQUEST
 from ..common.params import declare
 from ..common.step_channel import request_values
-from ..common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC, UNTIL_REACHED  # (also importable from here)
+from ..common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC, UNTIL_REACHED
 
 
 

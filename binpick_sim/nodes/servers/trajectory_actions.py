@@ -27,7 +27,7 @@ from rclpy.action.server import GoalEvent
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from ...cell.arm import ARM_JOINT_NAMES
+from ...cell.arm.panda import ARM_JOINT_NAMES
 from ...control.trajectory import (GOAL_TOLERANCE_VIOLATED, PATH_TOLERANCE_VIOLATED, SUCCEEDED, BadTrajectory,
                                    Tolerances, Trajectory, TrajectoryFollower)
 from ..common import convert

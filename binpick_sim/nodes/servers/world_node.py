@@ -7,13 +7,13 @@ from std_msgs.msg import UInt32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ...cell import sanity
+from ...cell import finite_world
 from ...config import MAX_STEP_REQUEST, MIN_REALTIME_FACTOR, load_config, realtime_factor_problem, with_changes
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
-from ...cell.shapes import Geometry
-from ...cell.rendering import RENDERERS
-from ...cell.sim import BinPickingSim
+from ...cell.objects.shapes import Geometry
+from ...cell.rendering.renderers import RENDERERS
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import SERVICE_QOS
@@ -105,7 +105,7 @@ class WorldNode(Node):
 
     def build_sim(self, gui: bool) -> None:
         """The core simulation of the (changed) config, reset once with the seed."""
-        # Without a camera, robot interface, reasoner (or GUI: cell/sim.py) nothing draws this world (a
+        # Without a camera, robot interface, reasoner (or GUI: cell/bin_picking_sim.py) nothing draws this world (a
         # state-only gym env's sim): its arms load without their visual meshes, which cost ~50 ms a reset
         drawn = self.camera_enabled or self.robot_interface or self.reasoning_enabled
         self.sim = BinPickingSim(self.config, gui=gui, drawn=drawn)
@@ -157,7 +157,7 @@ class WorldNode(Node):
         pending = self.pending_seed
         seed = pending[0] if pending else None
         self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
-        sanity.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
+        finite_world.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
         if self.pending_seed is pending:  # used up only now: a failed reset's retry gets the seed again
             self.pending_seed = None
         if getattr(self, "planning_scene", None) is not None:

@@ -2,7 +2,7 @@
 the gripper pointing down), and the position, velocity, delta and gripper actions that step the world until
 done, plus the shake that tests a grasp.
 
-A mixin of FrankaArm (cell/arm.py): what the seed's API does with the arm, kept apart from what the arm is
+A mixin of FrankaArm (cell/arm/franka.py): what the seed's API does with the arm, kept apart from what the arm is
 (its body, state and motors), so that either can be read without the other.
 """
 from __future__ import annotations

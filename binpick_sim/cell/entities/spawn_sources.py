@@ -32,7 +32,7 @@ class OutsideRoots(ValueError):
 
 def own_folders() -> list[Path]:
     """The package's own resources: pybullet_data, and the package's urdf/ folder where it has one."""
-    from ..paths import share_dir
+    from ...paths import share_dir
 
     folders = [Path(pybullet_data.getDataPath())]
     try:

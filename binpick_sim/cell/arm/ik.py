@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numpy.core.umath import clip  # np.clip's own ufunc, without its ~1 us of Python dispatch per call
 
-from .world import connect
+from ..world import connect
 
 PANDA_URDF = "franka_panda/panda.urdf"
 TOLERANCE = 1e-4  # metres of grasp-target error at which refinement stops

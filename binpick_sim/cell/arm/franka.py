@@ -14,15 +14,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import ArmConfig
-from .arm_actions import FINGER_STOPPED, FLOOR_CLEARANCE, SHAKE_HEIGHT, TOP_DOWN_ROLL, SeedActions  # noqa: F401
-from .arm_motors import MotorCommands
+from ...config import ArmConfig
+from .actions import SeedActions
+from .motors import MotorCommands
 from .ik import PandaIK
-from .panda import (ACCELERATION_LIMITS, ARM_JOINT_NAMES, FINGER_JOINT_NAMES, FINGER_LINKS,  # noqa: F401
-                    GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits, check_joint_names,
-                    urdf_joint_limits)  # (F401: names still imported from here by their old path)
-from .scene import Bin
-from .world import World
+from .panda import FINGER_LINKS, GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits
+from ..scene import Bin
+from ..world import World
 
 
 class FrankaArm(MotorCommands, SeedActions):

@@ -246,7 +246,7 @@ def attach(client, name: str) -> Renderer:
     gl = probe_egl()
     import pkgutil
 
-    from .quiet import quiet_stdout
+    from ..pybullet_stdout import quiet_stdout
 
     with _egl_lock:
         if _egl_owner is not None:

@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from ..config import MAX_SHAKE_AMPLITUDE, MAX_SHAKE_DURATION, MAX_SHAKE_FREQUENCY
-from .world import World
+from ...config import MAX_SHAKE_AMPLITUDE, MAX_SHAKE_DURATION, MAX_SHAKE_FREQUENCY
+from ..world import World
 
 SHAKE_MASS = 5.0  # kg of the bin while it shakes: 100 objects' worth, so the pile barely drags it
 RETURN_TIME = 0.25  # s the constraint pulls the bin back to its pose before it is fixed again
