@@ -1,4 +1,4 @@
-"""Questions about the scene (seed 004, PyCRAM): stable, contact, visible, occluding, reachable,
+"""Questions about the scene (PyCRAM's queries): stable, contact, visible, occluding, reachable,
 blocking, supporting — answered without disturbing the live world.
 
 The live world is only ever read: poses and closest points are pure queries. Anything that has to move
@@ -28,7 +28,7 @@ from .config import with_changes
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 GROUND = "ground"
 CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
-STABLE_SECONDS = 2.0  # seed: simulate 2 s...
+STABLE_SECONDS = 2.0  # reference: simulate 2 s...
 STABLE_DECIMALS = 3  # ...and compare positions rounded to 1 mm
 SUPPORT_HEIGHT = 0.001  # m the upper base must be above the lower (equal within settling noise is not above)
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)  # xyzw: the gripper pointing at the floor
@@ -75,7 +75,7 @@ class Reasoner:
 
     def arm_names(self) -> list[str]:
         """What the answers call each arm (the scene's order): `panda`, or with several each by its own
-        name (seed 000's `robots`)."""
+        name (the reference simulator's `robots`)."""
         return [arm.config.name for arm in self.sim.arms] if self.sim.config.several_arms else [ROBOT_NAME]
 
     def types(self) -> dict[str, str]:

@@ -30,7 +30,7 @@ class BinPickingSim:
             self.world.close()
             raise
         self.scene = BinScene(self.world, config.scene)
-        # Seed 000's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
+        # The reference simulator's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
         # cameras' mount, the gym envs' arm).
         self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin, drawn=drawn) for arm in config.arms]
         self.arm = self.arms[0]

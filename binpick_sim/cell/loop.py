@@ -100,7 +100,7 @@ class PhysicsLoop:
         """Take `steps` more physics steps, then (lock-step mode) run the `when_settled` callbacks, at
         once if `steps` is 0. For a lock-step or paused loop; the Future resolves with the step count
         after them (or fails if the loop stops first). `until`: checked on the physics thread after each
-        of these steps; the first time it is true the request ends there (the seed's "step until the
+        of these steps; the first time it is true the request ends there (the reference simulator's "step until the
         target is reached", `steps` its bound). The Future's `taken` then says how many were taken."""
         done: Future = Future()
         self.call(self._add_budget, steps, done, until)

@@ -1,4 +1,4 @@
-"""Camera frames on the time-indexed robot interface (seed 003's `get_camera_observation(t)`).
+"""Camera frames on the time-indexed robot interface (robot_interfaces' `get_camera_observation(t)`).
 
 The camera runs slower than the robot: a frame is captured every `period` robot time indices (as the
 render worker keeps up: while it draws one frame no other is asked for, so a slow renderer lowers the

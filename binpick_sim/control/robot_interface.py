@@ -1,4 +1,4 @@
-"""The time-indexed robot interface of seeds 002/003 (TriFinger's robot_interfaces), for the Panda.
+"""The time-indexed robot interface of TriFinger's robot_interfaces, for the Panda.
 
 A backend runs at the physics rate (1 kHz by default) and, every step t, takes the desired action for
 t (or repeats t-1's if none came, counting `action_repetitions`), records the observation *before*
@@ -209,7 +209,7 @@ class RobotBackend:
         return Observation(position, velocity, torque, self.arm.finger_forces())
 
     def safety_checks(self, action: Action, observation: Observation) -> Action:
-        """Desired -> applied (seeds): PD added, then velocity damping, position limits, torque limits."""
+        """Desired -> applied (robot_interfaces): PD added, then velocity damping, position limits, torque limits."""
         kp = np.where(np.isnan(action.position_kp), DEFAULT_KP, action.position_kp)
         kd = np.where(np.isnan(action.position_kd), DEFAULT_KD, action.position_kd)
         lower, upper = self.arm.limits.lower, self.arm.limits.upper
@@ -225,7 +225,7 @@ class RobotBackend:
 
 
 class RobotFrontend:
-    """The seeds' frontend API over a backend: in-process here; the ROS frontend hands it a stand-in
+    """robot_interfaces' frontend API over a backend: in-process here; the ROS frontend hands it a stand-in
     with the same series, filled from topics, and its own `append`."""
 
     def __init__(self, backend, timeout: float | None = 30.0):
@@ -253,7 +253,7 @@ class RobotFrontend:
         return self.backend.current()
 
     def get_camera_observation(self, t: int):
-        """Seed 003: the camera frame of time index t, i.e. the first one captured at or after t
+        """The camera frame of time index t, i.e. the first one captured at or after t
         (camera_series.CameraObservation; its `t` says which). Blocks if there is none yet; TimeIndexError
         if t is too old; RuntimeError if this robot records no camera (Robot(camera_rate=...))."""
         series = getattr(self.backend, "camera_series", None)

@@ -1,9 +1,9 @@
-"""Gymnasium envs of the seed (Franka0/1/2): joint position, joint velocity and top-down delta actions.
+"""Gymnasium envs of the reference simulator (Franka0/1/2): joint position, joint velocity and top-down delta actions.
 
 Each `step` hands the arm one command and advances `task.steps_per_action` physics steps; the task
-(seed rules) gives the reward, the termination and `info`. Truncation is Gymnasium's `TimeLimit`
+(the reference simulator's rules) gives the reward, the termination and `info`. Truncation is Gymnasium's `TimeLimit`
 under `gym.make` (the registered limit, or `max_episode_steps=`); an env made directly from its class
-truncates at the scene file's `task.max_episode_steps` itself, as the seed's envs did.
+truncates at the scene file's `task.max_episode_steps` itself, as the reference simulator's envs did.
 
 An env pickles (pickle, cloudpickle) as its constructor arguments and is made again from them when
 loaded: a new env, to be reset before use (a PyBullet world or a ROS process cannot be copied).
@@ -27,7 +27,7 @@ from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
 from .privileged import PrivilegedLayout, shaping
-from .seed_scene import SeedSceneApi
+from .scene_changes import SceneChangeApi
 
 OBSERVATIONS = ("image", "state", "privileged", "state_dict", "rgbd", "segmentation")
 PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (doc/gym.md "Learning")
@@ -55,7 +55,7 @@ def episode_limit(env) -> int | None:
     return env.unwrapped.config.task.max_episode_steps
 
 
-class FrankaEnv(SeedSceneApi, gym.Env):
+class FrankaEnv(SceneChangeApi, gym.Env):
     # Every mode `gym.make` may pass on (so that "human" reaches the constructor, which says why it cannot
     # open a window headless); each instance lists the modes that work where it runs (`render_modes`), which
     # is what Gymnasium's checker tries.
@@ -70,7 +70,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
         `render_depth`: with render_mode "rgb_array", each frame `render()` returns shows the depth image
         beside the rgb one (one uint8 image, as RecordVideo records it); `render(get_depth_data=True)`
-        returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
+        returns (rgb, depth) as the reference simulator's does. `until_reached`: a step lasts until the arm reaches the
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`, `step_channel`: the ROS backend's (RosBackend; `step_channel=True`
         exchanges each step, and an image env's frames, over a socket pair with the sim process instead of
@@ -256,8 +256,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         return self._backend
 
     def _reward_range(self) -> tuple[float, float]:
-        """The seed's `reward_range`: the least and most one step can earn (Gymnasium 1 dropped the
-        attribute from Env; it stays here for the seed's users). A step grabs at most every object
+        """The reference simulator's `reward_range`: the least and most one step can earn (Gymnasium 1 dropped the
+        attribute from Env; it stays here for the reference simulator's users). A step grabs at most every object
         the pick bin can hold and touches a bin or not."""
         task, most = self.config.task, self.config.scene.pick_bin.max_objects
         grabs = (min(0.0, task.grab_reward) * most, max(0.0, task.grab_reward) * most)
@@ -290,7 +290,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
             self.last = self.backend.step(self.command, values, self.config.task.steps_per_action)
         self.steps += 1
         status = self.last.status
-        # Under gym.make (a spec is set) TimeLimit truncates; made directly, the env does as the seed's did.
+        # Under gym.make (a spec is set) TimeLimit truncates; made directly, the env does as the reference simulator's did.
         truncated = (self.spec is None and not status["terminated"]
                      and self.steps >= self.config.task.max_episode_steps)
         return (self._observation(self.last), self._reward(self.last), bool(status["terminated"]), truncated,
@@ -322,7 +322,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         depth image beside it, see `depth_frame`: one frame, as RecordVideo records it); depth (H×W
         float32, metres along the optical axis) for "depth_array"; None before the first reset and for
         "human" (PyBullet's window shows it). `get_depth_data=True` in "rgb_array" mode: (rgb, depth),
-        the raw arrays, as the seed's `render(get_depth_data=True)` returns them."""
+        the raw arrays, as the reference simulator's `render(get_depth_data=True)` returns them."""
         if self.last is None or self.render_mode not in ("rgb_array", "depth_array"):
             return None
         if self.render_mode == "depth_array":
@@ -352,9 +352,9 @@ class FrankaEnv(SeedSceneApi, gym.Env):
 
 
 class JointActions(FrankaEnv):
-    """The joint envs' `normalized_actions`: False (the seed's), actions in the joints' own units and limits;
+    """The joint envs' `normalized_actions`: False (the reference simulator's), actions in the joints' own units and limits;
     True, every action in [-1, 1], mapped linearly onto those limits (what SAC's tanh policy, PPO's
-    Gaussian and Gymnasium's checker expect: it warns about the seed's asymmetric, unnormalised box). The
+    Gaussian and Gymnasium's checker expect: it warns about the reference simulator's asymmetric, unnormalised box). The
     same as Gymnasium's `RescaleAction(env, -1, 1)`, made by `gym.make` alone (so it pickles and records)."""
 
     def __init__(self, config_file=None, normalized_actions: bool = False, **kwargs):

@@ -1,4 +1,4 @@
-"""Shaking a bin so that its objects spread (seed 000 `BaseBin.create_constraint`).
+"""Shaking a bin so that its objects spread (the reference simulator's `BaseBin.create_constraint`).
 
 A bin is a fixed body for everything else the cell does, so it becomes movable only while it shakes:
 it gets a mass, a fixed constraint holds it at its pose, and the constraint's target traces a

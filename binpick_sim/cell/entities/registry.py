@@ -42,7 +42,7 @@ MAX_ANGULAR_SPEED = 1000.0  # rad/s
 QUATERNION_TOLERANCE = 0.01  # |q| may be this far from 1 (typed-in values); it is then normalised
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 RESERVED_NAME = re.compile(r"object_[0-9]+")  # the bin's objects; a spawned one must not take a future name
-ABOVE_BIN = 0.75  # a bin's named spawn pose: this many bin heights above its rim, still inside the seed's
+ABOVE_BIN = 0.75  # a bin's named spawn pose: this many bin heights above its rim, still inside the reference simulator's
                   # "in the bin" region (up to twice the height), so the task does not remove what drops from it
 
 

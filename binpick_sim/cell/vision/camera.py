@@ -37,7 +37,7 @@ class Frame:
 
 
 class Camera:
-    """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the seed's
+    """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the reference simulator's
     `mount_camera_on_robot` and `recompute_view_and_projection_matrix`."""
 
     def __init__(self, world: World, config: CameraConfig, arm=None, name: str = ""):

@@ -64,7 +64,7 @@ EXECUTORS = ("events", "single", "multi")
 
 def make_executor(kind: str, context: Context):
     """The executor of the short callbacks: `events` (rclpy's EventsExecutor), `single` or `multi`
-    (a 4-thread MultiThreadedExecutor, this package's executor before 2026-11-23)."""
+    (a 4-thread MultiThreadedExecutor: every callback of the process on one pool, kept for measuring against)."""
     if kind == "events":
         from rclpy.experimental import EventsExecutor
 
@@ -154,7 +154,7 @@ class SimStack:
         EventsExecutor, in the Python it calls while it registers the nodes' entities with rcl: interrupted
         there, it keeps callbacks it no longer tracks, and its destructor aborts the process ("Destroying
         callback manager with callbacks remaining", exit -6 instead of 0; once in 60 Ctrl-Cs sent just
-        after the start, and once in a CI rehearsal). SIGTERM takes that executor's own path and never
+        after the start). SIGTERM takes that executor's own path and never
         raised here."""
         installed, previous = False, None
         try:
@@ -285,7 +285,7 @@ def check_start_parameters(arm_options: dict) -> Node:
     Returns the probe, alive: the caller destroys it once the world node exists. Destroying the
     context's last node tears its whole DDS participant down (rmw_fastrtps counts a participant's
     nodes), in C and holding the GIL; a probe destroyed at once made a participant only to tear it down
-    milliseconds later, at every start (doc/robustness.md, "Robustness suite": the start-up hang of 2026-11-25)."""
+    milliseconds later, at every start, and could hang it (doc/robustness.md, "Robustness suite": the start-up hang)."""
     probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
     try:
         kind = probe.declare_parameter("controller", "none").value

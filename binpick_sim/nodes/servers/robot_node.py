@@ -1,4 +1,4 @@
-"""The `robot` node: the time-indexed interface of seeds 002/003 over ROS, standard types only.
+"""The `robot` node: the time-indexed robot interface (TriFinger's robot_interfaces) over ROS, standard types only.
 
     robot/desired_actions  in   std_msgs/Float64MultiArray  [request id, torque x9, position x9, kp x9, kd x9]
     robot/accepted         out  std_msgs/Int64MultiArray    [request id, t]  (t = -1 rejected, -2 robot in error)
@@ -9,7 +9,7 @@ message of more than MAX_ACTION_BYTES serialized, refused by its size before it 
     robot/steps            out  std_msgs/Float64MultiArray  one per time index (layout in STEP_LAYOUT)
     robot/error            out  std_msgs/String (transient local)  the error message, once in error
 
-With `camera_rate` > 0 (seed 003's camera observations), each camera frame the backend records:
+With `camera_rate` > 0 (camera observations by time index), each camera frame the backend records:
     robot/camera/image_raw         out  sensor_msgs/Image (rgb8)   stamped with the frame's sim time
     robot/camera/depth/image_raw   out  sensor_msgs/Image (32FC1)  the same stamp
     robot/camera/frames            out  std_msgs/Float64MultiArray [t, timestamp_ms, stamp sec, stamp nanosec, K x9]
