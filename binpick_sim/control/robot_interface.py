@@ -24,8 +24,10 @@ from ..cell.arm.franka import FrankaArm
 from ..cell.arm.panda import JOINT_NAMES
 from ..cell.loop import PhysicsLoop
 from ..config import SimulationConfig
-from ..config.parameters import ROBOT_INTERFACE_RATE
+from ..config.parameters import PARAMETERS, ROBOT_INTERFACE_RATE
 from .time_series import TimeSeries
+
+_ROBOT_NODE = PARAMETERS["robot"]  # the robot node's parameters: Robot's own defaults are theirs
 
 N = len(JOINT_NAMES)
 DEFAULT_KP = np.array([300.0] * 4 + [100.0] * 3 + [1000.0] * 2)
@@ -279,7 +281,9 @@ class Robot:
 
     def __init__(self, config=None, rate: float = ROBOT_INTERFACE_RATE,
                  realtime_factor: float = SimulationConfig.realtime_factor, seed: int = 0,
-                 max_action_repetitions: int = 0, gravity_compensation: bool = True, camera_rate: float = 0.0):
+                 max_action_repetitions: int = _ROBOT_NODE["max_action_repetitions"].default,
+                 gravity_compensation: bool = _ROBOT_NODE["gravity_compensation"].default,
+                 camera_rate: float = _ROBOT_NODE["camera_rate"].default):
         """`camera_rate`: frames per second of sim time of the scene file's camera for
         `get_camera_observation` (at most that: a frame is drawn while the robot runs on); 0: none."""
         if not (np.isfinite(camera_rate) and 0.0 <= camera_rate <= rate):
