@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cell.arm.franka import FrankaArm
-from ..cell.arm.panda import JOINT_NAMES
-from ..cell.arm.panda import check_joint_names
+from ..cell.arm.panda import JOINT_NAMES, check_joint_names
 
 SUCCEEDED, PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED = "succeeded", "path", "goal"
 

@@ -29,8 +29,7 @@ import pybullet
 import yaml
 from pybullet_utils import bullet_client
 
-from ..cell.arm.panda import JOINT_NAMES
-from ..cell.arm.panda import ACCELERATION_LIMITS
+from ..cell.arm.panda import JOINT_NAMES, ACCELERATION_LIMITS
 from ..config import load_config
 from ..description import cell_description, local_meshes
 from ..paths import default_config, share_dir

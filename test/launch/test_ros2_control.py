@@ -177,8 +177,7 @@ def test_the_launch_argument_starts_ros2_control():
 
     from launch import LaunchContext
     from launch.actions import DeclareLaunchArgument, GroupAction
-    from launch.utilities import normalize_to_list_of_substitutions
-    from launch.utilities import perform_substitutions as perform
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions as perform
     from launch_ros.actions import Node
     from launch_ros.utilities import evaluate_parameters
 

@@ -13,8 +13,7 @@ from urdf_parser_py.urdf import URDF
 
 import ros_env
 from binpick_sim import semantics
-from binpick_sim.cell.arm.panda import JOINT_NAMES
-from binpick_sim.cell.arm.panda import ACCELERATION_LIMITS
+from binpick_sim.cell.arm.panda import JOINT_NAMES, ACCELERATION_LIMITS
 from binpick_sim.description import cell_description
 from binpick_sim.paths import share_dir
 

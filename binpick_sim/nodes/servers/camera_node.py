@@ -21,8 +21,7 @@ from ...config import CameraConfig, checked_value
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop
 from ...cell.bin_picking_sim import BinPickingSim
-from ..common import convert
-from ..common import dds
+from ..common import convert, dds
 from ..common.diagnostics import NodeDiagnostics
 from ...cell.rendering.frame_memory import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
 from ..common.params import declare, group
