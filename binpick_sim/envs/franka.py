@@ -19,10 +19,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..cell.arm.panda import JOINT_NAMES
-from ..cell.arm.panda import urdf_joint_limits
+from ..cell.arm.panda import JOINT_NAMES, urdf_joint_limits
 from ..cell.arm.ik import clip
-from ..config import load_config, with_changes
+from ..config import Config, load_config, with_changes
 from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
@@ -89,36 +88,11 @@ class FrankaEnv(SceneChangeApi, gym.Env):
                                  sim_parameters=sim_parameters, reward_type=reward_type, camera_preset=camera_preset,
                                  step_channel=step_channel)
         self.metadata = {**type(self).metadata, "render_modes": render_modes()}
-        if observation not in OBSERVATIONS:
-            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+        self._check_arguments(backend, observation, render_mode, render_depth, until_reached, reward_type,
+                              (namespace, sim_parameters, step_channel))
         self.reward_type = reward_type
-        if backend != "ros" and (namespace is not None or sim_parameters is not None or step_channel is not None):
-            raise ValueError(f"{', '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
-        if render_mode == "human" and not have_display():
-            raise ValueError("render_mode='human' opens PyBullet's window and needs a display, and neither DISPLAY "
-                             "nor WAYLAND_DISPLAY is set: render headless with 'rgb_array' or 'depth_array', "
-                             "or run under a display (e.g. xvfb-run)")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be one of {list(RENDER_MODES)}, got {render_mode!r}")
-        if render_depth and render_mode != "rgb_array":
-            raise ValueError(f"render_depth=True needs render_mode='rgb_array', got {render_mode!r}")
-        if until_reached and self.command not in ("position", "delta"):
-            raise ValueError(f"until_reached=True is for position and delta actions, not {self.command}")
         self.render_depth, self.until_reached = bool(render_depth), bool(until_reached)
-        config = with_preset(load_config(config_file or default_config()), camera_preset)
-        if camera_size is not None:
-            try:
-                width, height = camera_size
-            except (TypeError, ValueError):
-                raise ValueError(f"camera_size must be (width, height) in pixels, got {camera_size!r}") from None
-            config = with_changes(config, camera={"width": width, "height": height})
-        if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
-            config = with_changes(config, simulation={"renderer": renderer})
-        config = self._scene(config)
+        config = self._scene(self._config(config_file, camera_preset, camera_size, renderer))
         self.config = config
         self.observation_mode = observation
         self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
@@ -144,6 +118,44 @@ class FrankaEnv(SceneChangeApi, gym.Env):
         self.episode_start = 0.0
         self.steps = 0
         self.gripper_open = True
+
+    def _check_arguments(self, backend, observation, render_mode, render_depth, until_reached, reward_type,
+                         ros_options) -> None:
+        """ValueError naming the argument for a value the env cannot use, before anything is built."""
+        namespace, sim_parameters, step_channel = ros_options
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+        if backend != "ros" and (namespace is not None or sim_parameters is not None or step_channel is not None):
+            raise ValueError(f"{', '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
+        if render_mode == "human" and not have_display():
+            raise ValueError("render_mode='human' opens PyBullet's window and needs a display, and neither DISPLAY "
+                             "nor WAYLAND_DISPLAY is set: render headless with 'rgb_array' or 'depth_array', "
+                             "or run under a display (e.g. xvfb-run)")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {list(RENDER_MODES)}, got {render_mode!r}")
+        if render_depth and render_mode != "rgb_array":
+            raise ValueError(f"render_depth=True needs render_mode='rgb_array', got {render_mode!r}")
+        if until_reached and self.command not in ("position", "delta"):
+            raise ValueError(f"until_reached=True is for position and delta actions, not {self.command}")
+
+    @staticmethod
+    def _config(config_file, camera_preset, camera_size, renderer) -> Config:
+        """The scene file with the camera preset, size and renderer asked for, each change checked as the
+        scene file's own values are (with_changes)."""
+        config = with_preset(load_config(config_file or default_config()), camera_preset)
+        if camera_size is not None:
+            try:
+                width, height = camera_size
+            except (TypeError, ValueError):
+                raise ValueError(f"camera_size must be (width, height) in pixels, got {camera_size!r}") from None
+            config = with_changes(config, camera={"width": width, "height": height})
+        if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
+            config = with_changes(config, simulation={"renderer": renderer})
+        return config
 
     def needs_privileged(self) -> bool:
         """Whether this env reads the objects' and bins' state (its observation or its reward does)."""

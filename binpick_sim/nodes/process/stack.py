@@ -97,20 +97,7 @@ class SimStack:
         self.arm_nodes = [ArmNode(self.sim, self.loop, owner if arm is self.sim.arm else None, arm, **options("arm"),
                                   **arm_namespace(self.world, arm))  # the robot interface drives the first arm
                           for arm in self.sim.arms]
-        self.nodes = [self.world, *self.arm_nodes]
-        if self.world.camera_enabled:
-            self.nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
-                           for name in self.sim.cameras]
-        self.task = None
-        if self.world.task_enabled:
-            self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task"))
-            self.nodes.append(self.task)
-        if self.world.robot_interface:
-            self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
-        if self.world.reasoning_enabled:
-            self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
-        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
-            self.nodes.append(node)
+        self.nodes = [self.world, *self.arm_nodes, *self._optional_nodes(options)]
         self.context = context or rclpy.get_default_context()
         actions = [arm.actions.server_node for arm in self.arm_nodes if arm.actions is not None]
         self.nodes.extend(actions)  # the action servers live on nodes of their own, for the thread pool
@@ -144,6 +131,24 @@ class SimStack:
         # ends the slow executor's wait of up to IDLE_WAIT at close (an executor's wake() does not: `waker`)
         self._wake_slow = waker(next(n for n in self.nodes if n in slow)) if self.slow_executor else None
         self._threads: list[threading.Thread] = []
+
+    def _optional_nodes(self, options: Callable[[str], dict]) -> list[Node]:
+        """The nodes the world's parameters turn on: cameras, task (self.task), robot, reasoning, simulation."""
+        nodes = []
+        if self.world.camera_enabled:
+            nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
+                      for name in self.sim.cameras]
+        self.task = None
+        if self.world.task_enabled:
+            self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task"))
+            nodes.append(self.task)
+        if self.world.robot_interface:
+            nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
+        if self.world.reasoning_enabled:
+            nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
+        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
+            nodes.append(node)
+        return nodes
 
     def spin(self) -> None:
         """Serve on this thread until Ctrl-C or shutdown. A Ctrl-C while the threads start (the physics

@@ -18,8 +18,7 @@ from std_msgs.msg import Float64MultiArray, UInt64
 from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
-from ...cell.arm.panda import FINGER_LINKS, JOINT_NAMES
-from ...cell.arm.panda import check_joint_names
+from ...cell.arm.panda import FINGER_LINKS, JOINT_NAMES, check_joint_names
 from ...config import CONTROLLER_TYPES
 from ...control.controllers import make_controller
 from ...cell.loop import PhysicsLoop
@@ -99,6 +98,11 @@ class ArmNode(Node):
         self.loop.every(1.0 / rate, self.publish_state)
         self.loop.every(1.0 / rate, self.expire_velocity, wall_cap=False)  # in sim time, however fast
         self.loop.when_settled(self.publish_state)
+        self.serve_actions(controller, gripper)
+
+    def serve_actions(self, controller: str, gripper: str) -> None:
+        """FollowJointTrajectory and GripperCommand under the two names, where control_msgs is installed and
+        ros2_control's controllers do not serve them."""
         serve = declare(self, "trajectory_actions", "Serve FollowJointTrajectory and GripperCommand under "
                         "controller_name / gripper_controller_name (where control_msgs is installed); false when "
                         "ros2_control's controllers of those names serve them (sim.launch.py ros2_control:=true).",
