@@ -79,7 +79,7 @@ class Bin:
     here it is five boxes of one compound collision shape. Boxes are solid convex primitives (a triangle
     mesh has no inside: a 1-3 cm object pushed deeper than the collision margin into a face can come out
     on the other side); their sizes come from the scene file (`size`, `wall_thickness`) instead of a
-    mesh file and its scale; and the robot description builds the same five boxes (bin_geometry.py)
+    mesh file and its scale; and the robot description builds the same five boxes (bins/geometry.py)
     without shipping a mesh. The outer size is the reference simulator's (`default_dimensions`); its docs do not give
     the mesh's wall thickness, here 5 mm. test/cell/test_scene.py measures the walls and floor with rays.
     """
