@@ -141,9 +141,9 @@ PARAMETERS: dict[str, dict[str, NodeParameter]] = {
 def scene_value(config, key: str):
     """The value of a dotted scene-file key (`simulation.seed`) in `config` (a Config or one of its sections,
     whose own field is the key's last part); tuples as lists of floats, as a ROS parameter holds them."""
-    value = config
-    for part in key.split("."):
-        value = getattr(value, part) if hasattr(value, part) else value
+    section, _, field = key.rpartition(".")
+    holder = getattr(config, section) if hasattr(config, section) else config  # else: the section itself
+    value = getattr(holder, field)
     if isinstance(value, tuple):
         return [float(v) for v in value]
     return value
