@@ -21,7 +21,7 @@ from gymnasium import spaces
 
 from ..cell.arm.panda import JOINT_NAMES, urdf_joint_limits
 from ..cell.arm.ik import clip
-from ..config import Config, load_config, with_changes
+from ..config import Config, SimulationConfig, checked_value, load_config, with_changes
 from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
@@ -283,6 +283,8 @@ class FrankaEnv(SceneChangeApi, gym.Env):
         return limits.lower, limits.upper, limits.velocity
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:  # within the scene file's bounds (MAX_SEED), on either backend: ConfigError naming it
+            checked_value(SimulationConfig, "seed", seed, "seed")
         super().reset(seed=seed)
         keep = bool((options or {}).get("keep_object_type", False))
         self.last = self.backend.reset(seed, keep)
