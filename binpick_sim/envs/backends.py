@@ -24,7 +24,7 @@ import numpy as np
 from ..config import Config, save_config
 from ..cell.objects.shapes import ObjectView, Geometry, cached_vertices
 from ..cell.bin_picking_sim import BinPickingSim
-from ..picking.privileged import privileged_state
+from ..picking.privileged_state import privileged_state
 from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
@@ -68,7 +68,7 @@ class Observation:
     depth: np.ndarray | None = None
     segmentation: np.ndarray | None = None  # H×W int32 labels (cell/vision/labels.py), when asked for
     objects: list[ObjectView] | Callable[[], list[ObjectView]] = field(default_factory=list)
-    # picking.privileged's state (read from the world when first asked, as `objects`)
+    # the privileged state (picking/privileged_state.py; read from the world when first asked, as `objects`)
     privileged: dict | Callable[[], dict] = field(default_factory=dict)
 
     def object_views(self) -> list[ObjectView]:

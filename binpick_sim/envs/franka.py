@@ -25,7 +25,7 @@ from ..config import Config, SimulationConfig, checked_value, load_config, with_
 from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
-from .privileged import PrivilegedLayout, shaping
+from .privileged_observation import PrivilegedLayout, shaping
 from .scene_changes import SceneChangeApi
 
 OBSERVATIONS = ("image", "state", "privileged", "state_dict", "rgbd", "segmentation")

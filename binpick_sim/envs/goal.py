@@ -80,7 +80,7 @@ class FrankaGoalEnv(FrankaEnv):
     def __init__(self, config_file=None, observation: str = "compact", dv: float | None = None,
                  distance_threshold: float | None = None, terminate_on_bin_contact: bool = False, **kwargs):
         """`observation`: "compact" (the default, see the module) or "privileged" (the whole privileged vector,
-        envs/privileged.py). `dv`: metres the grasp point moves per unit of action and step. `distance_threshold`:
+        envs/privileged_observation.py). `dv`: metres the grasp point moves per unit of action and step. `distance_threshold`:
         the success radius [m]. `terminate_on_bin_contact`: an arm-bin contact ends the episode (the reference simulator's rule;
         off by default). `reward_type` (FrankaEnv's): "sparse", -1 until within the threshold, then 0; "dense",
         minus the distance [m]. The other arguments are FrankaEnv's (backend, render_mode, camera_size, ...)."""

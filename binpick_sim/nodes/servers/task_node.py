@@ -21,7 +21,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
 from ...cell.bin_picking_sim import BinPickingSim
-from ...picking.privileged import privileged_state
+from ...picking.privileged_state import privileged_state
 from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
 from ...config import MAX_STEP_REQUEST
