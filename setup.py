@@ -83,7 +83,7 @@ class Develop(develop):
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*"]),
+    packages=find_packages(exclude=["test", "test.*", "bench", "bench.*"]),  # the benchmarks run from a checkout
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

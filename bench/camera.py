@@ -14,7 +14,7 @@ import time
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 
-from binpick_sim.cell.heap import keep_frame_buffers
+from binpick_sim.cell.rendering.frame_memory import keep_frame_buffers
 from binpick_sim.nodes.common import convert
 from binpick_sim.nodes.clients.client import TOPICS
 from binpick_sim.nodes.servers.camera_node import FRAME_DEPTH
@@ -70,7 +70,7 @@ def published_in_rounds(width: int, height: int, renderer: str = "tiny", realtim
     before it was taken replaced it, and the bench's own lag was counted against the node (at egl 640x480
     here, 22.3 frames/s arrived of 25.6 drawn and published). `workers`: the camera's `render_workers` (None:
     its default, which starts a second worker where one falls behind the rate)."""
-    keep_frame_buffers()  # as in the render worker whose frames the raw call stands beside (cell/heap.py)
+    keep_frame_buffers()  # as in the render worker whose frames the raw call stands beside (cell/rendering/frame_memory.py)
     raw_sim = direct_sim(width=width, height=height, renderer=renderer)
     frame_topics = {"camera/image_raw": Image, "camera/depth/image_raw": Image}
     counted = {False: "camera/image_raw", True: SEGMENTATION_TOPIC}

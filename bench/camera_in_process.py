@@ -12,8 +12,8 @@ import math
 import statistics
 import time
 
-from binpick_sim.cell import rendering
-from binpick_sim.cell.heap import keep_frame_buffers
+from binpick_sim.cell.rendering.renderers import RendererError, probe_egl
+from binpick_sim.cell.rendering.frame_memory import keep_frame_buffers
 from binpick_sim.cell.vision import camera as camera_module
 
 from .direct import direct_sim
@@ -26,8 +26,8 @@ OBSERVATION = (64, 64)  # FrankaDelta-v0's image observation
 def renderers() -> list[str]:
     """tiny, and egl where PyBullet's EGL plugin loads here."""
     try:
-        rendering.probe_egl()
-    except rendering.RendererError:
+        probe_egl()
+    except RendererError:
         return ["tiny"]
     return ["tiny", "egl"]
 
@@ -55,7 +55,7 @@ def renderer_figures(renderers: list[str], width: int, height: int, rounds: int 
     """Per renderer: Camera.render (rgb + metric depth), and with segmentation, each beside raw getCameraImage
     with the same renderer and the same flags. The renderers' sims live side by side and take turns (`rounds`
     of `seconds` each; medians), so a busy machine's load falls on all alike. Large frames' buffers are kept on
-    this process's heap, as the render worker keeps them (cell/heap.py), for the raw call and Camera.render
+    this process's heap, as the render worker keeps them (cell/rendering/frame_memory.py), for the raw call and Camera.render
     alike: otherwise which of the two pays page faults depends on what the process freed before."""
     keep_frame_buffers()
     sims = {renderer: direct_sim(width=width, height=height, renderer=renderer) for renderer in renderers}
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.numpy_rgb:
         camera_module.OPENCV_MIN_PIXELS = math.inf
     chosen = args.renderers.split(",") if args.renderers else renderers()
-    gl = rendering.probe_egl() if "egl" in chosen else ""
+    gl = probe_egl() if "egl" in chosen else ""
     print(f"renderers {chosen}; EGL: {gl or '-'}", flush=True)
     figures, stages = [], {}
     sizes = [tuple(map(int, size.split("x"))) for size in args.sizes.split(",")] if args.sizes else RENDERER_SIZES

@@ -21,7 +21,6 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
 """
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
-from binpick_sim.config import load_config, replaced
+from binpick_sim.config import load_config, replaced, with_changes
 from binpick_sim.paths import default_config
 
 from .figures import Figure, median, per_round, percentile
@@ -135,7 +134,7 @@ def beside_the_peer() -> list[Figure]:
 
 def physics_floor() -> list[Figure]:
     """Raw stepSimulation of the default scene's settled pile (the arm holding home), and of the empty cell."""
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(load_config(default_config()), drawn=False)
     sim.reset(seed=1000)
@@ -209,7 +208,7 @@ def scene_with(objects: int, folder: Path) -> Path:
 
     config = load_config(default_config())
     pick = replaced(config.scene.pick_bin, "scene.pick_bin.", min_objects=objects, max_objects=objects)
-    return save_config(dataclasses.replace(config, scene=dataclasses.replace(config.scene, pick_bin=pick)),
+    return save_config(with_changes(config, scene={"pick_bin": pick}),
                        folder / f"scene_{objects}.yaml")
 
 

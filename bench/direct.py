@@ -1,14 +1,13 @@
 """The scene in this process without ROS, for the raw-PyBullet reference figures."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import yaml
 
-from binpick_sim.config import load_config
+from binpick_sim.config import load_config, with_changes
 from binpick_sim.paths import default_config
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 TIMESTEP = load_config(default_config()).simulation.timestep
 
@@ -18,11 +17,11 @@ def direct_sim(seed: int = 0, timestep: float | None = None, renderer: str | Non
     """The same scene in this process, for the raw-PyBullet reference figures."""
     config = load_config(default_config())
     if renderer is not None:
-        config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, renderer=renderer))
+        config = with_changes(config, simulation={"renderer": renderer})
     if timestep is not None:
-        config = dataclasses.replace(config, simulation=dataclasses.replace(config.simulation, timestep=timestep))
+        config = with_changes(config, simulation={"timestep": timestep})
     if camera_changes:
-        config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, **camera_changes))
+        config = with_changes(config, camera=camera_changes)
     sim = BinPickingSim(config)
     sim.reset(seed=seed)
     return sim

@@ -53,10 +53,10 @@ GROUP = "learnability"
 
 # --- the privileged vector's parts ----------------------------------------------------------------
 class Parts:
-    """Named views of flat privileged vectors (envs/privileged.py's order), for batches too."""
+    """Named views of flat privileged vectors (envs/privileged_observation.py's order), for batches too."""
 
     def __init__(self, max_objects: int):
-        from binpick_sim.envs.privileged import BIN_FIELDS, BIN_NAMES, OBJECT_FIELDS, ROBOT_FIELDS
+        from binpick_sim.envs.privileged_observation import BIN_FIELDS, BIN_NAMES, OBJECT_FIELDS, ROBOT_FIELDS
 
         self.n = max_objects
         self.robot, start = {}, 0

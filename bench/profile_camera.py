@@ -48,8 +48,8 @@ def profile(renderer: str, width: int, height: int, frames: int, with_cprofile: 
 
     from binpick_sim.cell.vision.camera import organised_cloud, rgb_of
     from binpick_sim.cell.vision.labels import label_image
-    from binpick_sim.cell.frame_hop import FrameReader, FrameWriter, shared_file
-    from binpick_sim.cell.render_worker import RenderedFrame
+    from binpick_sim.cell.render_process.shared_frames import FrameReader, FrameWriter, shared_file
+    from binpick_sim.cell.render_process.worker import RenderedFrame
     from binpick_sim.nodes.common import convert
 
     from .direct import direct_sim

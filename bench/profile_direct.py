@@ -33,11 +33,11 @@ import binpick_sim.envs  # noqa: F401  (registers the ids)
 
 SUMMARY = [  # (label, file suffix, functions): cumulative time per env step
     ("env step, all of it", "envs/franka.py", ("step",)),
-    ("physics (World.step: stepSimulation)", "world.py", ("step",)),
-    ("command: delta -> joint targets (IK included)", "arm.py", ("delta_targets",)),
-    ("  IK (PandaIK.solve, or .pass_on on the live arm)", "ik.py", ("solve", "pass_on")),
-    ("command: motor targets (command_motors)", "arm.py", ("command_motors",)),
-    ("task rules (PickTask.update)", "task.py", ("update",)),
+    ("physics (World.step: stepSimulation)", "cell/world.py", ("step",)),
+    ("command: delta -> joint targets (IK included)", "cell/arm/actions.py", ("delta_targets",)),
+    ("  IK (PandaIK.solve, or .pass_on on the live arm)", "cell/arm/ik.py", ("solve", "pass_on")),
+    ("command: motor targets (command_motors)", "cell/arm/motors.py", ("command_motors",)),
+    ("task rules (PickTask.update)", "picking/task.py", ("update",)),
     ("observation (joints, gripper pose, objects)", "envs/backends.py", ("observe",)),
 ]
 

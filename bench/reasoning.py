@@ -4,14 +4,13 @@ visible + occluding once per renderer available (their masks are drawn by the sc
 the reasoner's render worker), and what of it the physics thread waits for (the capture)."""
 from __future__ import annotations
 
-import dataclasses
 import time
 
-from binpick_sim.cell.rendering import RendererError, probe_egl
-from binpick_sim.config import load_config
+from binpick_sim.cell.rendering.renderers import RendererError, probe_egl
+from binpick_sim.config import load_config, replaced, with_changes
 from binpick_sim.paths import default_config
 from binpick_sim.reasoning import Reasoner
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 from .figures import Figure
 
@@ -31,9 +30,9 @@ def timed(fn, repeats: int = REPEATS) -> float:
 
 def measure() -> list[Figure]:
     config = load_config(default_config())
-    scene = dataclasses.replace(config.scene, pick_bin=dataclasses.replace(
-        config.scene.pick_bin, min_objects=OBJECTS, max_objects=OBJECTS))
-    sim = BinPickingSim(dataclasses.replace(config, scene=scene))
+    config = with_changes(config, scene={"pick_bin": replaced(config.scene.pick_bin, "scene.pick_bin.",
+                                                             min_objects=OBJECTS, max_objects=OBJECTS)})
+    sim = BinPickingSim(config)
     sim.reset(seed=0)
     reasoner = Reasoner(sim)
     try:
@@ -63,10 +62,10 @@ def measure() -> list[Figure]:
     finally:
         reasoner.close()
         sim.close()
-    return results + visibility(config, scene)
+    return results + visibility(config)
 
 
-def visibility(config, scene) -> list[Figure]:
+def visibility(config) -> list[Figure]:
     """visible + occluding at 320 x 240 with each renderer available; raw: one segmentation render with
     that renderer in this process. The first query (the worker's start) is left out of the timing."""
     try:
@@ -76,8 +75,7 @@ def visibility(config, scene) -> list[Figure]:
         renderers = ["tiny"]
     figures = []
     for renderer in renderers:
-        simulation = dataclasses.replace(config.simulation, renderer=renderer)
-        sim = BinPickingSim(dataclasses.replace(config, scene=scene, simulation=simulation))
+        sim = BinPickingSim(with_changes(config, simulation={"renderer": renderer}))
         sim.reset(seed=0)
         reasoner = Reasoner(sim)
         try:

@@ -16,13 +16,17 @@ from .direct import scene_data
 
 
 @contextlib.contextmanager
-def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None = None, **client_options):
+def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None = None, context: Context | None = None,
+                   **client_options):
     """Start `sim` with `parameters` (and a scene file with `config_changes` merged in); yield the
-    process and a connected client (`client_options`: SimClient's, e.g. its executor)."""
+    process and a connected client (`client_options`: SimClient's, e.g. its executor). `context`: the
+    client's ROS context (a test's; shut down by its owner), else one of its own for this block."""
     with tempfile.TemporaryDirectory() as folder:
         config_path = scene_file(Path(folder), config_changes or {})
-        context = Context()
-        rclpy.init(context=context)
+        own_context = context is None
+        if own_context:
+            context = Context()
+            rclpy.init(context=context)
         process = SimProcess({"config": config_path, **parameters}, log=Path(folder) / "sim.log")
         client = SimClient("bench", context=context, topics=topics, **client_options)
         try:
@@ -31,7 +35,8 @@ def sim_and_client(parameters: dict, topics: dict, config_changes: dict | None =
         finally:
             client.close()
             process.stop()
-            rclpy.try_shutdown(context=context)
+            if own_context:
+                rclpy.try_shutdown(context=context)
 
 
 def scene_file(folder: Path, changes: dict) -> Path:

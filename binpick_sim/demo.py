@@ -9,7 +9,7 @@ objects (default 2) lie in the drop bin, and saves a strip of camera frames of t
 start, each object's grasp, carry and release, the end) and the last frames (rgb.png, depth.png).
 
 With a scene of several arms (`make demo-two-arms`: config/scene_two_arms.yaml) the env drives the
-first arm to pick one object (the seed's grab, counted by the task node: the second arm is sent to the drop
+first arm to pick one object (the reference simulator's grab, counted by the task node: the second arm is sent to the drop
 bin, where the placer would carry its object), and at the same time the demo sends every other arm over its
 own topics (`<name>/arm/position_commands`) to a pose above the drop bin; it then also needs each of them there.
 """

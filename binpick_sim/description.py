@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
-from .cell.bin_geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
+from .cell.bins.geometry import bin_boxes  # the boxes the simulation builds, without importing PyBullet
 from .config import ArmConfig, BinConfig, Config, ConfigError, load_config
 from .paths import default_config, share_dir
 

@@ -1,4 +1,4 @@
-"""Questions about the scene (seed 004, PyCRAM): stable, contact, visible, occluding, reachable,
+"""Questions about the scene (PyCRAM's queries): stable, contact, visible, occluding, reachable,
 blocking, supporting — answered without disturbing the live world.
 
 The live world is only ever read: poses and closest points are pure queries. Anything that has to move
@@ -8,7 +8,7 @@ is not an option: a restored world drifts from the one that was never touched by
 seconds.) `visible` / `occluding` render, and with the scene file's renderer, like every camera image:
 that is `egl` often enough, and PyBullet's EGL plugin allows one client per process, which the live
 world holds. So their masks are drawn in a render worker of the reasoner's own (another process, started
-at the first such query), from a mirror of the live state (cell/render_worker.py, visibility.py);
+at the first such query), from a mirror of the live state (cell/render_process/worker.py, visibility.py);
 the live world is only captured, on the physics thread, and the drawing need not stop it.
 """
 from __future__ import annotations
@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cell.panda import ROBOT_NAME  # noqa: F401  (also a public name here)
-from .cell.sim import BinPickingSim
-from .cell.render_worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
-from .cell.rendering import offscreen
+from .cell.arm.panda import ROBOT_NAME
+from .cell.bin_picking_sim import BinPickingSim
+from .cell.render_process.worker import RenderWorker, VisibilityAnswer, VisibilityRequest, capture
+from .cell.rendering.renderers import offscreen
 from .cell.vision.visibility import View
 from .config import with_changes
 
 ENVIRONMENT, OBJECT, ROBOT = "environment", "object", "robot"
 GROUND = "ground"
 CONTACT_DISTANCE = 0.0005  # m: closer than this counts as touching (resting contact sits at about 0)
-STABLE_SECONDS = 2.0  # seed: simulate 2 s...
+STABLE_SECONDS = 2.0  # reference: simulate 2 s...
 STABLE_DECIMALS = 3  # ...and compare positions rounded to 1 mm
 SUPPORT_HEIGHT = 0.001  # m the upper base must be above the lower (equal within settling noise is not above)
 TOP_DOWN = (1.0, 0.0, 0.0, 0.0)  # xyzw: the gripper pointing at the floor
@@ -75,7 +75,7 @@ class Reasoner:
 
     def arm_names(self) -> list[str]:
         """What the answers call each arm (the scene's order): `panda`, or with several each by its own
-        name (seed 000's `robots`)."""
+        name (the reference simulator's `robots`)."""
         return [arm.config.name for arm in self.sim.arms] if self.sim.config.several_arms else [ROBOT_NAME]
 
     def types(self) -> dict[str, str]:

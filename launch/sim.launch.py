@@ -32,6 +32,8 @@ from launch_ros.actions import Node, PushRosNamespace
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackagePrefix, FindPackageShare
 
+from binpick_sim.config import SimulationConfig  # the default of realtime_factor, as the scene file's
+
 ARGUMENTS = [
     ("config", PathJoinSubstitution([FindPackageShare("binpick_sim"), "config", "scene.yaml"]),
      "Scene file (YAML) for the simulation and the robot description."),
@@ -43,7 +45,7 @@ ARGUMENTS = [
      "under torque control."),
     ("simulation_interfaces", "true", "Serve the ROS 2 simulation_interfaces standard (spawn, entities, "
      "pause/step, reset scopes) where the package is installed."),
-    ("realtime_factor", "1.0", "Sim seconds per wall second; 0 runs as fast as possible."),
+    ("realtime_factor", str(SimulationConfig.realtime_factor), "Sim seconds per wall second; 0 runs as fast as possible."),
     ("namespace", "", "Namespace for every node and topic (but /clock, /diagnostics and /tf)."),
     ("use_sim_time", "true", "use_sim_time for the other nodes (robot_state_publisher, RViz); the simulation "
      "itself publishes /clock, and its own nodes always keep sim time (their use_sim_time reads true)."),

@@ -31,7 +31,7 @@ from skip_record import pytest_collectreport, pytest_runtest_logreport  # noqa: 
 
 from binpick_sim.config import load_config  # noqa: E402
 from binpick_sim.paths import default_config  # noqa: E402
-from binpick_sim.cell.sim import BinPickingSim  # noqa: E402
+from binpick_sim.cell.bin_picking_sim import BinPickingSim  # noqa: E402
 from helpers import STATE_TOPICS, egl_or_skip, parameters  # noqa: E402
 from longest_first import order  # noqa: E402
 

@@ -70,11 +70,11 @@ def statuses(client):
 
 def egl_or_skip() -> str:
     """The GL strings of PyBullet's EGL plugin here, or the test skipped saying why EGL cannot load."""
-    from binpick_sim.cell import rendering
+    from binpick_sim.cell.rendering import renderers
 
     try:
-        return rendering.probe_egl()
-    except rendering.RendererError as exc:
+        return renderers.probe_egl()
+    except renderers.RendererError as exc:
         pytest.skip(f"EGL is not available here: {exc}")
 
 

@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable
 
+from ..config import SimulationConfig
 from .world import World
 
 MAX_LAG = 0.25  # wall seconds the loop may fall behind before it stops trying to catch up
@@ -44,7 +45,7 @@ class _Periodic:
 
 
 class PhysicsLoop:
-    def __init__(self, world: World, realtime_factor: float = 1.0, lockstep: bool = False,
+    def __init__(self, world: World, realtime_factor: float = SimulationConfig.realtime_factor, lockstep: bool = False,
                  wall_rate_cap: bool = False):
         """`wall_rate_cap`: running faster than real time (realtime_factor 0 or > 1), periodic work runs
         at its period of sim time *or* of wall time, whichever is longer: nobody can use a topic
@@ -99,7 +100,7 @@ class PhysicsLoop:
         """Take `steps` more physics steps, then (lock-step mode) run the `when_settled` callbacks, at
         once if `steps` is 0. For a lock-step or paused loop; the Future resolves with the step count
         after them (or fails if the loop stops first). `until`: checked on the physics thread after each
-        of these steps; the first time it is true the request ends there (the seed's "step until the
+        of these steps; the first time it is true the request ends there (the reference simulator's "step until the
         target is reached", `steps` its bound). The Future's `taken` then says how many were taken."""
         done: Future = Future()
         self.call(self._add_budget, steps, done, until)

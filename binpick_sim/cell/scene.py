@@ -1,6 +1,6 @@
 """The bin-picking cell: ground, a pick bin full of small objects, and an empty drop bin.
 
-Follows the seed's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
+Follows the reference simulator's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
 random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
 largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
 
@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
-from .bin_geometry import bin_boxes
-from .rendering import spelled
+from .bins.geometry import bin_boxes
+from .rendering.renderers import spelled
 from ..config import BinConfig, SceneConfig
-from .meshes import obj_vertices
+from .objects.meshes import obj_vertices
 from .world import World, connect
 
-GRID_PITCH = 0.035  # seed: 5 mm more than the largest object (3 cm) between spawn points
+GRID_PITCH = 0.035  # reference: 5 mm more than the largest object (3 cm) between spawn points
 OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
 # Bullet's own measure of a body's motion, |v|^2 + |w|^2 (m/s, rad/s), below which for 2 s on end it falls
 # asleep: btMultiBody's default. Only an object nearly at rest stays under it for 2 s in a 16 cm bin (22 cm/s
@@ -61,7 +61,7 @@ CUBE_URDF = "cube_small.urdf"  # pybullet_data: a 5 cm box collision shape, rand
 
 @lru_cache(maxsize=None)
 def object_files(object_set: str) -> tuple[Path, ...]:
-    """The seed's train/test split of random_urdfs: every tenth object is held out for testing; or,
+    """The reference simulator's train/test split of random_urdfs: every tenth object is held out for testing; or,
     for `cube`, pybullet_data's small cube alone. Read once per process: listing and sorting the 1,000
     files was about 11 ms of every reset (a state env's takes 190 ms in `make bench`)."""
     if object_set == "cube":
@@ -79,8 +79,8 @@ class Bin:
     here it is five boxes of one compound collision shape. Boxes are solid convex primitives (a triangle
     mesh has no inside: a 1-3 cm object pushed deeper than the collision margin into a face can come out
     on the other side); their sizes come from the scene file (`size`, `wall_thickness`) instead of a
-    mesh file and its scale; and the robot description builds the same five boxes (bin_geometry.py)
-    without shipping a mesh. The outer size is the seed's (`default_dimensions`); its docs do not give
+    mesh file and its scale; and the robot description builds the same five boxes (bins/geometry.py)
+    without shipping a mesh. The outer size is the reference simulator's (`default_dimensions`); its docs do not give
     the mesh's wall thickness, here 5 mm. test/cell/test_scene.py measures the walls and floor with rays.
     """
 

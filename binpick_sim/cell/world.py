@@ -15,14 +15,14 @@ from typing import Callable
 import numpy as np
 
 from ..config import SimulationConfig
-from .quiet import quiet_stdout  # also reached here by its old path, binpick_sim.cell.world
+from .pybullet_stdout import quiet_stdout
 
 with quiet_stdout():
     import pybullet
 import pybullet_data  # noqa: E402
 from pybullet_utils.bullet_client import BulletClient  # noqa: E402
 
-from . import rendering  # noqa: E402  (after pybullet's quiet import)
+from .rendering import renderers  # noqa: E402  (after pybullet's quiet import)
 
 
 class Client(BulletClient):
@@ -72,7 +72,7 @@ class World:
         use_gui = config.gui if gui is None else gui
         self.client = connect(use_gui)
         self.gui = use_gui
-        self.renderer = rendering.GUI if use_gui else rendering.TINY  # BinPickingSim may attach another
+        self.renderer = renderers.GUI if use_gui else renderers.TINY  # BinPickingSim may attach another
         self.lock = threading.RLock()
         self.step_count = 0
         self.rng = np.random.default_rng(config.seed)
@@ -167,7 +167,7 @@ class World:
             self.client.removeState(snapshot.state_id)
 
     def close(self) -> None:
-        had_egl = rendering.detach(self.client)
+        had_egl = renderers.detach(self.client)
         try:
             with quiet_stdout() if had_egl else contextlib.nullcontext():  # the EGL plugin says goodbye
                 self.client.disconnect()

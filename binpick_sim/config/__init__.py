@@ -11,11 +11,13 @@ key not listed there: |x| <= MAX_FLOAT for reals, 0..MAX_INT for integers), so t
 for minutes of loading, gigabytes of memory or an image the renderer cannot hold.
 
 The parts, one idea each: bounds.py (what a value may be, and the error naming its key), schema.py (the
-sections as dataclasses), reading.py (file to config and back). Every name is importable from here, as
-before the split.
+sections as dataclasses), reading.py (file to config and back), parameters.py (every ROS parameter's default
+and range). The names other packages use are importable from here.
 """
 from .bounds import (  # noqa: F401
-    BOUNDS, ConfigError, MAX_CAMERA_PIXELS, MAX_FLOAT, MAX_INT, MAX_OBJECTS, MAX_SEED, check_bounds)
+    BOUNDS, ConfigError, MAX_CAMERA_PIXELS, MAX_FLOAT, MAX_INT, MAX_OBJECTS, MAX_SEED, MAX_SHAKE_AMPLITUDE,
+    MAX_SHAKE_DURATION, MAX_SHAKE_FREQUENCY, MAX_STEP_REQUEST, MIN_REALTIME_FACTOR, check_bounds,
+    realtime_factor_problem)
 from .schema import (  # noqa: F401
     ARM_JOINTS, ARM_NAME, ArmConfig, BinConfig, CONTROLLER_OPTIONS, CONTROLLER_TYPES, CameraConfig,
     Config, ControllerConfig, MAX_ARMS, RESERVED_ARM_NAMES, SceneConfig, SimulationConfig, TaskConfig,

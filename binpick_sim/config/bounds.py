@@ -12,7 +12,18 @@ import math
 MAX_FLOAT = 1e6  # any real number in the file, unless BOUNDS says otherwise
 MAX_INT = 10 ** 9  # any integer in the file, unless BOUNDS says otherwise
 MAX_OBJECTS = 200  # per bin: loading and settling 200 objects takes seconds, 10**6 took minutes and GBs
-MAX_SEED = 2 ** 63 - 1  # the world node's seed parameter is an int64
+# Every seed: numpy's default_rng (cell/world.py) and Gymnasium's reset take any integer >= 0, and a ROS
+# integer parameter (the world node's seed) holds an int64, the narrowest of the three.
+MAX_SEED = 2 ** 63 - 1
+# realtime_factor: 0 runs as fast as possible; a positive one below this waits minutes a step (1e-300 overflowed)
+MIN_REALTIME_FACTOR = 0.01
+MAX_STEP_REQUEST = 100_000  # physics steps one request may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
+# A bin shake's parameters, inclusive of the upper bound: beyond them a bin leaves its place (5 cm is a third of
+# the default bin) or the motion outruns a 240 Hz step.
+MIN_SHAKE = 1e-4  # the lower bound of each as a ROS parameter (a shake of 0 is none)
+MAX_SHAKE_AMPLITUDE = 0.05  # m
+MAX_SHAKE_FREQUENCY = 10.0  # Hz
+MAX_SHAKE_DURATION = 60.0  # s
 # Pixels of one camera frame (width x height): 2048 x 2048. Each frame goes from the render worker to the
 # camera node and out on up to six topics; 4096 x 4096 with the cloud and the segmentation made 3.2 GB at
 # the peak and stalled the physics thread for seconds (doc/robustness.md "Bad input").
@@ -104,3 +115,10 @@ def check_bounds(instance, prefix: str = "") -> None:
     time); ConfigError naming the key otherwise."""
     for f in dataclasses.fields(instance):
         _check_bounds(type(instance), f.name, getattr(instance, f.name), prefix + f.name)
+
+
+def realtime_factor_problem(value: float) -> str | None:
+    """Why a realtime_factor cannot be used beyond its range, or None: 0 or at least MIN_REALTIME_FACTOR."""
+    if 0 < value < MIN_REALTIME_FACTOR:
+        return f"needs 0 (as fast as possible) or at least {MIN_REALTIME_FACTOR:g}, got {value!r}"
+    return None

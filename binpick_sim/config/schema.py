@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .bounds import BOUNDS, MAX_CAMERA_PIXELS, MAX_FLOAT, ConfigError, _check, _describe, _finite
+from .bounds import (BOUNDS, MAX_CAMERA_PIXELS, MAX_FLOAT, ConfigError, _check, _describe, _finite,
+                     realtime_factor_problem)
 
 Vec3 = tuple[float, float, float]
 
@@ -21,15 +22,15 @@ class SimulationConfig:
     seed: int = 0
     gui: bool = False
     realtime_factor: float = 1.0
-    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # doc/cameras.md: Renderers (cell/rendering.py)
+    renderer: Literal["auto", "tiny", "egl", "gui"] = "tiny"  # doc/cameras.md: Renderers (cell/rendering/renderers.py)
 
     def __post_init__(self):
         _check(self.timestep > 0, "timestep", "must be > 0 seconds")
         _check(self.substeps >= 0, "substeps", "must be >= 0")
         _check(self.solver_iterations > 0, "solver_iterations", "must be > 0")
         _check(self.seed >= 0, "seed", "must be >= 0")
-        _check(self.realtime_factor == 0 or self.realtime_factor >= 0.01, "realtime_factor",
-               "must be 0 (as fast as possible) or at least 0.01")
+        problem = realtime_factor_problem(self.realtime_factor)
+        _check(problem is None, "realtime_factor", problem or "")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Camera frames on the time-indexed robot interface (seed 003's `get_camera_observation(t)`).
+"""Camera frames on the time-indexed robot interface (robot_interfaces' `get_camera_observation(t)`).
 
 The camera runs slower than the robot: a frame is captured every `period` robot time indices (as the
 render worker keeps up: while it draws one frame no other is asked for, so a slow renderer lowers the
@@ -7,7 +7,7 @@ state of observation t, before action t acts), and `get(t)` answers the first fr
 after t: it blocks until there is one, and refuses a t older than the robot's buffer, or whose frame has
 left the camera's own (shorter) buffer, as the robot series refuse a time index no longer kept.
 
-Frames are drawn in a render worker (cell/render_worker.py) from a capture of the live state, as
+Frames are drawn in a render worker (cell/render_process/worker.py) from a capture of the live state, as
 the camera node's are, so rendering does not stall the physics thread that runs the robot.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cell.render_worker import RenderWorker, capture
+from ..cell.render_process.worker import RenderWorker, capture
 from .time_series import TimeIndexError
 
 CAMERA_BUFFER = 30  # frames kept (a 640x480 frame with its depth is 2.1 MB)

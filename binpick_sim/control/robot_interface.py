@@ -1,4 +1,4 @@
-"""The time-indexed robot interface of seeds 002/003 (TriFinger's robot_interfaces), for the Panda.
+"""The time-indexed robot interface of TriFinger's robot_interfaces, for the Panda.
 
 A backend runs at the physics rate (1 kHz by default) and, every step t, takes the desired action for
 t (or repeats t-1's if none came, counting `action_repetitions`), records the observation *before*
@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cell.arm import JOINT_NAMES, FrankaArm
+from ..cell.arm.franka import FrankaArm
+from ..cell.arm.panda import JOINT_NAMES
 from ..cell.loop import PhysicsLoop
-from .time_series import BUFFER, TimeIndexError, TimeSeries  # noqa: F401  (BUFFER: also a public name here)
+from ..config import SimulationConfig
+from ..config.parameters import PARAMETERS, ROBOT_INTERFACE_RATE
+from .time_series import TimeSeries
+
+_ROBOT_NODE = PARAMETERS["robot"]  # the robot node's parameters: Robot's own defaults are theirs
 
 N = len(JOINT_NAMES)
 DEFAULT_KP = np.array([300.0] * 4 + [100.0] * 3 + [1000.0] * 2)
@@ -206,7 +211,7 @@ class RobotBackend:
         return Observation(position, velocity, torque, self.arm.finger_forces())
 
     def safety_checks(self, action: Action, observation: Observation) -> Action:
-        """Desired -> applied (seeds): PD added, then velocity damping, position limits, torque limits."""
+        """Desired -> applied (robot_interfaces): PD added, then velocity damping, position limits, torque limits."""
         kp = np.where(np.isnan(action.position_kp), DEFAULT_KP, action.position_kp)
         kd = np.where(np.isnan(action.position_kd), DEFAULT_KD, action.position_kd)
         lower, upper = self.arm.limits.lower, self.arm.limits.upper
@@ -222,7 +227,7 @@ class RobotBackend:
 
 
 class RobotFrontend:
-    """The seeds' frontend API over a backend: in-process here; the ROS frontend hands it a stand-in
+    """robot_interfaces' frontend API over a backend: in-process here; the ROS frontend hands it a stand-in
     with the same series, filled from topics, and its own `append`."""
 
     def __init__(self, backend, timeout: float | None = 30.0):
@@ -250,7 +255,7 @@ class RobotFrontend:
         return self.backend.current()
 
     def get_camera_observation(self, t: int):
-        """Seed 003: the camera frame of time index t, i.e. the first one captured at or after t
+        """The camera frame of time index t, i.e. the first one captured at or after t
         (camera_series.CameraObservation; its `t` says which). Blocks if there is none yet; TimeIndexError
         if t is too old; RuntimeError if this robot records no camera (Robot(camera_rate=...))."""
         series = getattr(self.backend, "camera_series", None)
@@ -274,8 +279,11 @@ class Robot:
             print(robot.frontend.get_robot_observation(t).position)
     """
 
-    def __init__(self, config=None, rate: float = 1000.0, realtime_factor: float = 1.0, seed: int = 0,
-                 max_action_repetitions: int = 0, gravity_compensation: bool = True, camera_rate: float = 0.0):
+    def __init__(self, config=None, rate: float = ROBOT_INTERFACE_RATE,
+                 realtime_factor: float = SimulationConfig.realtime_factor, seed: int = 0,
+                 max_action_repetitions: int = _ROBOT_NODE["max_action_repetitions"].default,
+                 gravity_compensation: bool = _ROBOT_NODE["gravity_compensation"].default,
+                 camera_rate: float = _ROBOT_NODE["camera_rate"].default):
         """`camera_rate`: frames per second of sim time of the scene file's camera for
         `get_camera_observation` (at most that: a frame is drawn while the robot runs on); 0: none."""
         if not (np.isfinite(camera_rate) and 0.0 <= camera_rate <= rate):
@@ -283,13 +291,13 @@ class Robot:
 
         from ..config import load_config, with_changes
         from ..paths import default_config
-        from ..cell.sim import BinPickingSim
+        from ..cell.bin_picking_sim import BinPickingSim
 
         config = config or load_config(default_config())
-        config = with_changes(config, simulation={"timestep": 1.0 / rate})
+        config = with_changes(config, simulation={"timestep": 1.0 / rate, "realtime_factor": realtime_factor})
         self.sim = BinPickingSim(config)
         self.sim.reset(seed=seed)
-        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=True)  # idle until the first action
+        self.loop = PhysicsLoop(self.sim.world, config.simulation.realtime_factor, lockstep=True)  # idle until the first action
         self.backend = RobotBackend(self.sim.arm, self.loop, max_action_repetitions, gravity_compensation)
         self.frontend = RobotFrontend(self.backend)
         if camera_rate > 0:

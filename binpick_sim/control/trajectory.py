@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cell.arm import JOINT_NAMES, FrankaArm, check_joint_names
+from ..cell.arm.franka import FrankaArm
+from ..cell.arm.panda import JOINT_NAMES, check_joint_names
 
 SUCCEEDED, PATH_TOLERANCE_VIOLATED, GOAL_TOLERANCE_VIOLATED = "succeeded", "path", "goal"
 

@@ -173,13 +173,6 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
                env_options: dict | None = None) -> Path:
     """Write the rollouts dataset in `folder` as a LeRobot v3.0 dataset at `out` (must not exist or be
     empty); written into a hidden folder beside it and renamed at the end, so a failure leaves nothing."""
-    import datasets
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ..cell.arm import JOINT_NAMES
-
     folder, out = Path(folder), Path(out)
     if images not in IMAGE_MODES:
         raise ValueError(f"images must be one of {IMAGE_MODES}, got {images!r}")
@@ -188,12 +181,36 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
     meta, steps, episodes = read_checked(folder)
     fps = control_fps(meta, env_options)
     task = task or f"pick objects out of the bin ({meta['env']}, {meta['policy']} policy)"
-    n, lengths = len(steps), episodes["length"].to_numpy()
 
     observation_keys = sorted(c[len("observation."):] for c in steps.columns if c.startswith("observation."))
     image_keys = [k for k in observation_keys if f"observation.{k}" in meta.get("images", {})]
-    vector_keys = [k for k in observation_keys if k not in image_keys]
-    features, columns, stats = {}, {}, {}
+    features, columns = _observation_columns(steps, [k for k in observation_keys if k not in image_keys])
+    _step_columns(steps, meta, fps, features, columns)
+    features.update(DEFAULT_FEATURES)
+    stats = {name: _stats(values) for name, values in columns.items()}
+
+    temporary = out.parent / f".{out.name}.lerobot-{uuid.uuid4().hex[:8]}"
+    try:
+        video_info, image_columns = _image_features(steps, image_keys, meta, images, temporary, fps, features, stats)
+        starts = _write_data(temporary, features, columns, image_columns, episodes["length"].to_numpy())
+        _write_episodes(temporary, episodes, starts, task, fps, video_info, columns)
+        _write_meta(temporary, task, len(episodes), len(steps), fps, video_info, features, stats)
+        if out.exists():
+            out.rmdir()
+        temporary.rename(out)
+        return out
+    finally:
+        if temporary.exists():
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _observation_columns(steps, vector_keys: list[str]) -> tuple[dict, dict]:
+    """(features, columns) of the vector observations, each as its own feature and all of them concatenated
+    as `observation.state` (the name LeRobot's policies read)."""
+    from ..cell.arm.panda import JOINT_NAMES
+
+    n = len(steps)
+    features, columns = {}, {}
     state_parts, state_names = [], []
     for key in vector_keys:
         values = steps[f"observation.{key}"]
@@ -213,6 +230,12 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
         state = np.concatenate(state_parts, axis=1)
         features["observation.state"] = {"dtype": "float32", "shape": [state.shape[1]], "names": state_names}
         columns["observation.state"] = state
+    return features, columns
+
+
+def _step_columns(steps, meta: dict, fps: int, features: dict, columns: dict) -> None:
+    """The action, the step's outcome (`next.*`) and LeRobot's indices and timestamps, added in place."""
+    n = len(steps)
     actions = np.stack(steps["action"].to_numpy()).astype(np.float32)
     features["action"] = {"dtype": "float32", "shape": [actions.shape[1]],
                           "names": ACTION_NAMES.get(meta["env"], [f"action_{i}" for i in range(actions.shape[1])])}
@@ -223,108 +246,121 @@ def to_lerobot(folder: str | Path, out: str | Path, images: str = "mp4", task: s
     columns["next.done"] = (steps["terminated"] | steps["truncated"]).to_numpy(bool)
     features["next.truncated"] = {"dtype": "bool", "shape": [1], "names": None}
     columns["next.truncated"] = steps["truncated"].to_numpy(bool)
-
     frame_index = steps["step"].to_numpy(np.int64)
     columns["timestamp"] = (frame_index / fps).astype(np.float32)
     columns["frame_index"] = frame_index
     columns["episode_index"] = steps["episode"].to_numpy(np.int64)
     columns["index"] = np.arange(n, dtype=np.int64)
     columns["task_index"] = np.zeros(n, np.int64)
-    features.update(DEFAULT_FEATURES)
-    for name, values in columns.items():
-        stats[name] = _stats(values)
 
-    temporary = out.parent / f".{out.name}.lerobot-{uuid.uuid4().hex[:8]}"
-    try:
-        video_info, image_columns = {}, {}
-        for key in image_keys:
-            arrays = _image_arrays(steps[f"observation.{key}"], key, meta)
-            height, width = arrays[0].shape[:2]
-            channels = arrays[0].shape[2] if arrays[0].ndim == 3 else 1
-            name = _image_key(key)
-            # image stats on at most IMAGE_STATS_FRAMES frames spread over the dataset, as LeRobot samples them
-            sample = np.stack([arrays[i] for i in np.linspace(0, n - 1, min(n, IMAGE_STATS_FRAMES)).astype(int)])
-            if key == "depth":
-                stats[name] = _stats(sample[..., None] / DEPTH_PNG_SCALE, image=True)
-            else:
-                stats[name] = _stats(sample / 255.0, image=True)
-            if key == "rgb" and images == "mp4":
-                path = temporary / VIDEO_PATH.format(video_key=name, chunk_index=0, file_index=0)
-                video_info[name] = _write_video(path, arrays, fps)
-                if path.stat().st_size > VIDEO_FILE_MB * 2**20:
-                    raise TooLarge(f"{name}'s video is over {VIDEO_FILE_MB} MB: split the dataset (nothing was written)")
-                features[name] = {"dtype": "video", "shape": [height, width, channels],
-                                  "names": ["height", "width", "channels"], "info": video_info[name]}
-            else:
-                image_columns[name] = [{"bytes": _png(key, a), "path": None} for a in arrays]
-                features[name] = {"dtype": "image", "shape": [height, width, channels],
-                                  "names": ["height", "width", "channels"]}
 
-        # data/: Hugging Face datasets' schema for these features (as LeRobot's get_hf_features_from_features)
-        hf = {}
-        for name, feature in features.items():
-            if feature["dtype"] == "video":
-                continue
-            if feature["dtype"] == "image":
-                hf[name] = datasets.Image()
-            elif feature["shape"] == [1]:
-                hf[name] = datasets.Value(feature["dtype"])
-            else:
-                hf[name] = datasets.Sequence(datasets.Value(feature["dtype"]), length=feature["shape"][0])
-        hf_features = datasets.Features(hf)
-        arrays = {}
-        for name in hf_features:
-            if name in image_columns:
-                arrays[name] = pa.array(image_columns[name], type=hf_features.arrow_schema.field(name).type)
-            elif columns[name].ndim == 2:
-                kind = hf_features.arrow_schema.field(name).type
-                arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(columns[name].ravel(), kind.value_type),
-                                                                 kind.list_size)
-            else:
-                arrays[name] = pa.array(columns[name])
-        table = pa.Table.from_pydict(arrays, schema=hf_features.arrow_schema)
-        data_path = temporary / DATA_PATH.format(chunk_index=0, file_index=0)
-        data_path.parent.mkdir(parents=True)
-        starts = np.concatenate([[0], np.cumsum(lengths)])
-        with pq.ParquetWriter(str(data_path), table.schema, compression="snappy") as writer:
-            for start, stop in zip(starts[:-1], starts[1:]):
-                writer.write_table(table.slice(int(start), int(stop - start)))  # one row group per episode
-        if data_path.stat().st_size > DATA_FILE_MB * 2**20:
-            raise TooLarge(f"the data file is over {DATA_FILE_MB} MB: split the dataset (nothing was written)")
+def _image_features(steps, image_keys: list[str], meta: dict, images: str, temporary: Path, fps: int,
+                    features: dict, stats: dict) -> tuple[dict, dict]:
+    """Each image observation as an MP4 video (rgb with images="mp4", written under `temporary`) or a column
+    of PNGs; features and stats added in place. Returns (video info by key, PNG columns by key)."""
+    n = len(steps)
+    video_info, image_columns = {}, {}
+    for key in image_keys:
+        arrays = _image_arrays(steps[f"observation.{key}"], key, meta)
+        height, width = arrays[0].shape[:2]
+        channels = arrays[0].shape[2] if arrays[0].ndim == 3 else 1
+        name = _image_key(key)
+        # image stats on at most IMAGE_STATS_FRAMES frames spread over the dataset, as LeRobot samples them
+        sample = np.stack([arrays[i] for i in np.linspace(0, n - 1, min(n, IMAGE_STATS_FRAMES)).astype(int)])
+        if key == "depth":
+            stats[name] = _stats(sample[..., None] / DEPTH_PNG_SCALE, image=True)
+        else:
+            stats[name] = _stats(sample / 255.0, image=True)
+        if key == "rgb" and images == "mp4":
+            path = temporary / VIDEO_PATH.format(video_key=name, chunk_index=0, file_index=0)
+            video_info[name] = _write_video(path, arrays, fps)
+            if path.stat().st_size > VIDEO_FILE_MB * 2**20:
+                raise TooLarge(f"{name}'s video is over {VIDEO_FILE_MB} MB: split the dataset (nothing was written)")
+            features[name] = {"dtype": "video", "shape": [height, width, channels],
+                              "names": ["height", "width", "channels"], "info": video_info[name]}
+        else:
+            image_columns[name] = [{"bytes": _png(key, a), "path": None} for a in arrays]
+            features[name] = {"dtype": "image", "shape": [height, width, channels],
+                              "names": ["height", "width", "channels"]}
+    return video_info, image_columns
 
-        # meta/episodes/: one row per episode, as LeRobot's save_episode records it
-        rows = []
-        for number, episode in enumerate(episodes.to_dict("records")):
-            start, stop = int(starts[number]), int(starts[number + 1])
-            row = {"episode_index": int(episode["episode"]), "tasks": [task], "length": stop - start,
-                   "data/chunk_index": 0, "data/file_index": 0, "dataset_from_index": start, "dataset_to_index": stop}
-            for name in video_info:
-                row.update({f"videos/{name}/chunk_index": 0, f"videos/{name}/file_index": 0,
-                            f"videos/{name}/from_timestamp": start / fps, f"videos/{name}/to_timestamp": stop / fps})
-            for name, values in columns.items():
-                for stat, value in _stats(values[start:stop]).items():
-                    row[f"stats/{name}/{stat}"] = value
-            row.update({"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0, "seed": int(episode["seed"]),
-                        "success": bool(episode["success"]), "return": float(episode["return"])})
-            rows.append(row)
-        episodes_path = temporary / EPISODES_PATH.format(chunk_index=0, file_index=0)
-        episodes_path.parent.mkdir(parents=True)
-        pq.write_table(pa.Table.from_pylist(rows), episodes_path)
 
-        pd.DataFrame({"task_index": [0]}, index=pd.Index([task], name="task")).to_parquet(temporary / TASKS_PATH)
-        info = {"codebase_version": CODEBASE_VERSION, "robot_type": ROBOT_TYPE, "total_episodes": len(episodes),
-                "total_frames": n, "total_tasks": 1, "chunks_size": CHUNKS_SIZE, "data_files_size_in_mb": DATA_FILE_MB,
-                "video_files_size_in_mb": VIDEO_FILE_MB, "fps": fps, "splits": {"train": f"0:{len(episodes)}"},
-                "data_path": DATA_PATH, "video_path": VIDEO_PATH if video_info else None, "features": features}
-        (temporary / INFO_PATH).write_text(json.dumps(info, indent=4))
-        (temporary / STATS_PATH).write_text(json.dumps(stats, indent=4))
-        if out.exists():
-            out.rmdir()
-        temporary.rename(out)
-        return out
-    finally:
-        if temporary.exists():
-            shutil.rmtree(temporary, ignore_errors=True)
+def _write_data(temporary: Path, features: dict, columns: dict, image_columns: dict, lengths) -> np.ndarray:
+    """data/: one Parquet file in Hugging Face datasets' schema for these features (as LeRobot's
+    get_hf_features_from_features), one row group per episode. Returns each episode's first row (and the end)."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    hf = {}
+    for name, feature in features.items():
+        if feature["dtype"] == "video":
+            continue
+        if feature["dtype"] == "image":
+            hf[name] = datasets.Image()
+        elif feature["shape"] == [1]:
+            hf[name] = datasets.Value(feature["dtype"])
+        else:
+            hf[name] = datasets.Sequence(datasets.Value(feature["dtype"]), length=feature["shape"][0])
+    hf_features = datasets.Features(hf)
+    arrays = {}
+    for name in hf_features:
+        if name in image_columns:
+            arrays[name] = pa.array(image_columns[name], type=hf_features.arrow_schema.field(name).type)
+        elif columns[name].ndim == 2:
+            kind = hf_features.arrow_schema.field(name).type
+            arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(columns[name].ravel(), kind.value_type),
+                                                             kind.list_size)
+        else:
+            arrays[name] = pa.array(columns[name])
+    table = pa.Table.from_pydict(arrays, schema=hf_features.arrow_schema)
+    data_path = temporary / DATA_PATH.format(chunk_index=0, file_index=0)
+    data_path.parent.mkdir(parents=True)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    with pq.ParquetWriter(str(data_path), table.schema, compression="snappy") as writer:
+        for start, stop in zip(starts[:-1], starts[1:]):
+            writer.write_table(table.slice(int(start), int(stop - start)))  # one row group per episode
+    if data_path.stat().st_size > DATA_FILE_MB * 2**20:
+        raise TooLarge(f"the data file is over {DATA_FILE_MB} MB: split the dataset (nothing was written)")
+    return starts
+
+
+def _write_episodes(temporary: Path, episodes, starts, task: str, fps: int, video_info: dict, columns: dict) -> None:
+    """meta/episodes/: one row per episode, as LeRobot's save_episode records it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for number, episode in enumerate(episodes.to_dict("records")):
+        start, stop = int(starts[number]), int(starts[number + 1])
+        row = {"episode_index": int(episode["episode"]), "tasks": [task], "length": stop - start,
+               "data/chunk_index": 0, "data/file_index": 0, "dataset_from_index": start, "dataset_to_index": stop}
+        for name in video_info:
+            row.update({f"videos/{name}/chunk_index": 0, f"videos/{name}/file_index": 0,
+                        f"videos/{name}/from_timestamp": start / fps, f"videos/{name}/to_timestamp": stop / fps})
+        for name, values in columns.items():
+            for stat, value in _stats(values[start:stop]).items():
+                row[f"stats/{name}/{stat}"] = value
+        row.update({"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0, "seed": int(episode["seed"]),
+                    "success": bool(episode["success"]), "return": float(episode["return"])})
+        rows.append(row)
+    episodes_path = temporary / EPISODES_PATH.format(chunk_index=0, file_index=0)
+    episodes_path.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), episodes_path)
+
+
+def _write_meta(temporary: Path, task: str, episodes: int, frames: int, fps: int, video_info: dict,
+                features: dict, stats: dict) -> None:
+    """meta/: the one task, info.json (the layout and the features) and stats.json."""
+    import pandas as pd
+
+    pd.DataFrame({"task_index": [0]}, index=pd.Index([task], name="task")).to_parquet(temporary / TASKS_PATH)
+    info = {"codebase_version": CODEBASE_VERSION, "robot_type": ROBOT_TYPE, "total_episodes": episodes,
+            "total_frames": frames, "total_tasks": 1, "chunks_size": CHUNKS_SIZE, "data_files_size_in_mb": DATA_FILE_MB,
+            "video_files_size_in_mb": VIDEO_FILE_MB, "fps": fps, "splits": {"train": f"0:{episodes}"},
+            "data_path": DATA_PATH, "video_path": VIDEO_PATH if video_info else None, "features": features}
+    (temporary / INFO_PATH).write_text(json.dumps(info, indent=4))
+    (temporary / STATS_PATH).write_text(json.dumps(stats, indent=4))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ GOAL_ENV_IDS = {"binpick_sim/FrankaReach-v0": "binpick_sim.envs.goal:FrankaReach
                 "binpick_sim/FrankaPickPlace-v0": "binpick_sim.envs.goal:FrankaPickPlaceEnv"}
 
 # Episodes end after this many steps under gym.make (TimeLimit truncates; `max_episode_steps=` replaces
-# it): the shipped scene files' `task.max_episode_steps` (the seed's 200) for the seed's envs; for the goal
+# it): the shipped scene files' `task.max_episode_steps` (the reference simulator's 200) for the reference simulator's envs; for the goal
 # envs panda-gym's 50 (Reach, Lift: its PandaReach / PandaPickAndPlace), and 100 for PickPlace, whose object
 # travels from one bin to the other.
 MAX_EPISODE_STEPS = 200

@@ -22,10 +22,9 @@ from typing import Callable, TypeVar
 import numpy as np
 
 from ..config import Config, save_config
-from ..picking.policy import ObjectView
-from ..cell.shapes import Geometry, cached_vertices
-from ..cell.sim import BinPickingSim
-from ..picking.privileged import privileged_state
+from ..cell.objects.shapes import ObjectView, Geometry, cached_vertices
+from ..cell.bin_picking_sim import BinPickingSim
+from ..picking.privileged_state import privileged_state
 from ..picking.task import PickTask
 
 COMMANDS = ("position", "velocity", "delta")
@@ -69,7 +68,7 @@ class Observation:
     depth: np.ndarray | None = None
     segmentation: np.ndarray | None = None  # H×W int32 labels (cell/vision/labels.py), when asked for
     objects: list[ObjectView] | Callable[[], list[ObjectView]] = field(default_factory=list)
-    # picking.privileged's state (read from the world when first asked, as `objects`)
+    # the privileged state (picking/privileged_state.py; read from the world when first asked, as `objects`)
     privileged: dict | Callable[[], dict] = field(default_factory=dict)
 
     def object_views(self) -> list[ObjectView]:
@@ -188,31 +187,43 @@ class RosBackend:
         the step exchange and the env's frames are then not on a topic, though the camera still publishes
         to anybody else who watches). ForkedAfterRos in a process forked
         after its parent started ROS (it would hang)."""
-        global _ros_started_in
         if _forked_from_ros is not None:
             raise ForkedAfterRos(
                 f"this process was forked from process {_forked_from_ros} after that one had started ROS, and "
                 "ROS (DDS) cannot run in such a child: it would hang. Start env processes with 'forkserver' or "
                 "'spawn', e.g. gym.make_vec(..., vectorization_mode='async', vector_kwargs={'context': "
                 "'forkserver'}), from a script whose top level is under `if __name__ == '__main__':`")
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.experimental import EventsExecutor
-        from std_msgs.msg import Float64MultiArray, String
-
-        from ..nodes.clients.client import TOPICS, SimClient
-        from ..nodes.process.spawn import SimProcess
-        from ..nodes.common import step_channel as channels
-        from ..nodes.common.dds import PROFILE_VARIABLE, client_profile, frame_profile
-        from ..nodes.common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
+        # ROS imported before anything starts: where it is missing, this fails with no sim process left behind
+        import rclpy.experimental  # noqa: F401
+        import std_msgs.msg  # noqa: F401
 
         self.images = images
         self.segmentation = bool(segmentation and images)
         self.configured_camera = dataclasses.asdict(config.camera)  # what a reset restores (set_camera)
         self.namespace = namespace or f"/binpick_env_{os.getpid()}_{next(self._count)}"
         self.folder = tempfile.TemporaryDirectory(prefix="binpick_env_")
-        scene = save_config(config, Path(self.folder.name) / "scene.yaml")
         self.privileged = bool(privileged)
+        self._start_sim(config, images, gui, sim_parameters, step_channel)
+        self._start_client(images, step_channel)
+        # Set at run time: rcl's `-p node:name` overrides miss a node in a namespace. The objects' list is
+        # left out of the replies until object_views() asks for it (`_objects_later`): a quarter of the
+        # task node's reply stage (0.325 -> 0.245 ms, bench.profile_ros; issue 33), which a learner never reads.
+        from rclpy.parameter import Parameter
+
+        self.objects_sent = False
+        self.reset_ids = itertools.count(1)  # world/reset's reset_id: this backend's sim process is its own
+        self._set_node_parameters("task", [Parameter("objects", value=False)] +
+                                  [Parameter("privileged", value=True)] * self.privileged)
+
+    def _start_sim(self, config: Config, images: bool, gui: bool, sim_parameters: dict | None,
+                   step_channel: bool) -> None:
+        """The private `sim` process in lock-step, on the scene file written from `config`, with its
+        environment: the step channel's end, and a Fast DDS profile for large frames."""
+        from ..nodes.common import step_channel as channels
+        from ..nodes.common.dds import PROFILE_VARIABLE, frame_profile
+        from ..nodes.process.spawn import SimProcess
+
+        scene = save_config(config, Path(self.folder.name) / "scene.yaml")
         environ = dict(os.environ)  # the sim's: with the step channel's end, a profile for large frames
         # (rgb + depth, and the labels: nodes/common/dds.py frame_profile says why)
         frame = config.camera.width * config.camera.height * (3 + 4 + 4 * self.segmentation)
@@ -232,6 +243,20 @@ class RosBackend:
         finally:
             if theirs is not None:
                 os.close(theirs)  # the child's now
+
+    def _start_client(self, images: bool, step_channel: bool) -> None:
+        """This process's ROS client of the sim (its own context), waited for until the sim's step
+        subscription and the topics it reads are matched."""
+        global _ros_started_in
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.experimental import EventsExecutor
+        from std_msgs.msg import Float64MultiArray, String
+
+        from ..nodes.clients.client import TOPICS, SimClient
+        from ..nodes.common.dds import client_profile
+        from ..nodes.common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC
+
         topics = {} if step_channel else {OBSERVATION_TOPIC: String}
         if images and not step_channel:
             topics.update({t: TOPICS[t] for t in ("camera/image_raw", "camera/depth/image_raw")})
@@ -255,15 +280,6 @@ class RosBackend:
         self.client.spin_until(lambda: (step_channel or self.requester.get_subscription_count() > 0) and all(
             s.get_publisher_count() > 0 for s in self.client.subscriptions.values()),
             self.TIMEOUT, f"the sim process in {self.namespace}")
-        # Set at run time: rcl's `-p node:name` overrides miss a node in a namespace. The objects' list is
-        # left out of the replies until object_views() asks for it (`_objects_later`): a quarter of the
-        # task node's reply stage (0.325 -> 0.245 ms, bench.profile_ros; issue 33), which a learner never reads.
-        from rclpy.parameter import Parameter
-
-        self.objects_sent = False
-        self.reset_ids = itertools.count(1)  # world/reset's reset_id: this backend's sim process is its own
-        self._set_node_parameters("task", [Parameter("objects", value=False)] +
-                                  [Parameter("privileged", value=True)] * self.privileged)
 
     def reset(self, seed: int | None, keep_object_type: bool) -> Observation:
         from rclpy.parameter import Parameter

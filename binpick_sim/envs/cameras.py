@@ -8,11 +8,10 @@ filling the image. The arm comes down on the bin from above, so the gripper is i
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 from ..cell.vision.labels import CODES
-from ..config import CameraConfig, Config, replaced
+from ..config import CameraConfig, Config, replaced, with_changes
 
 PRESETS = ("pick_bin",)
 SEGMENTATION_LOW = min(CODES.values())  # the lowest id a segmentation observation holds (labels.CELL)
@@ -22,7 +21,12 @@ PICK_BIN_MARGIN = 1.2  # the field of view spans the bin's longer side times thi
 
 
 def pick_bin_camera(config: Config) -> CameraConfig:
-    """A world-fixed camera on the bin's +x side (away from the robot's base, which the bins face along
+    """The scene's camera with the pick-bin preset's pose and lens (pick_bin_view), checked as a scene file's."""
+    return replaced(config.camera, "camera.", **pick_bin_view(config))
+
+
+def pick_bin_view(config: Config) -> dict:
+    """The camera keys of a world-fixed camera on the bin's +x side (away from the robot's base, which the bins face along
     x), aimed at the centre of the bin's floor along the bin's own x axis, so the bin's walls line up
     with the image's; its vertical field of view just wider than the bin."""
     pick = config.scene.pick_bin
@@ -33,9 +37,9 @@ def pick_bin_camera(config: Config) -> CameraConfig:
     position = (bx + across * math.cos(yaw), by + across * math.sin(yaw),
                 bz + pick.wall_thickness + PICK_BIN_DISTANCE * math.sin(pitch))
     fov = math.degrees(2 * math.atan(max(pick.size[:2]) * PICK_BIN_MARGIN / 2 / PICK_BIN_DISTANCE))
-    return replaced(config.camera, "camera.", parent="world", position=position,
-                    orientation_deg=(0.0, PICK_BIN_PITCH_DEG, pick.orientation_deg[2] + 180.0),
-                    fov_deg=fov, near=0.05, far=1.5)
+    return {"parent": "world", "position": position,
+            "orientation_deg": (0.0, PICK_BIN_PITCH_DEG, pick.orientation_deg[2] + 180.0),
+            "fov_deg": fov, "near": 0.05, "far": 1.5}
 
 
 def with_preset(config: Config, preset: str | None) -> Config:
@@ -44,4 +48,4 @@ def with_preset(config: Config, preset: str | None) -> Config:
         return config
     if preset not in PRESETS:
         raise ValueError(f"camera_preset must be one of {PRESETS} or None, got {preset!r}")
-    return dataclasses.replace(config, camera=pick_bin_camera(config))  # a camera checked as a whole: replaced
+    return with_changes(config, camera=pick_bin_view(config))

@@ -1,9 +1,9 @@
-"""Gymnasium envs of the seed (Franka0/1/2): joint position, joint velocity and top-down delta actions.
+"""Gymnasium envs of the reference simulator (Franka0/1/2): joint position, joint velocity and top-down delta actions.
 
 Each `step` hands the arm one command and advances `task.steps_per_action` physics steps; the task
-(seed rules) gives the reward, the termination and `info`. Truncation is Gymnasium's `TimeLimit`
+(the reference simulator's rules) gives the reward, the termination and `info`. Truncation is Gymnasium's `TimeLimit`
 under `gym.make` (the registered limit, or `max_episode_steps=`); an env made directly from its class
-truncates at the scene file's `task.max_episode_steps` itself, as the seed's envs did.
+truncates at the scene file's `task.max_episode_steps` itself, as the reference simulator's envs did.
 
 An env pickles (pickle, cloudpickle) as its constructor arguments and is made again from them when
 loaded: a new env, to be reset before use (a PyBullet world or a ROS process cannot be copied).
@@ -19,14 +19,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..cell.arm import JOINT_NAMES, urdf_joint_limits
-from ..cell.ik import clip
-from ..config import load_config, with_changes
+from ..cell.arm.panda import JOINT_NAMES, urdf_joint_limits
+from ..cell.arm.ik import clip
+from ..config import Config, SimulationConfig, checked_value, load_config, with_changes
 from ..paths import default_config
 from .backends import Observation, make_backend
 from .cameras import SEGMENTATION_LOW, with_preset
-from .privileged import PrivilegedLayout, shaping
-from .seed_scene import SeedSceneApi
+from .privileged_observation import PrivilegedLayout, shaping
+from .scene_changes import SceneChangeApi
 
 OBSERVATIONS = ("image", "state", "privileged", "state_dict", "rgbd", "segmentation")
 PRIVILEGED = ("privileged", "state_dict")  # robot, objects and bins (doc/gym.md "Learning")
@@ -54,7 +54,7 @@ def episode_limit(env) -> int | None:
     return env.unwrapped.config.task.max_episode_steps
 
 
-class FrankaEnv(SeedSceneApi, gym.Env):
+class FrankaEnv(SceneChangeApi, gym.Env):
     # Every mode `gym.make` may pass on (so that "human" reaches the constructor, which says why it cannot
     # open a window headless); each instance lists the modes that work where it runs (`render_modes`), which
     # is what Gymnasium's checker tries.
@@ -69,7 +69,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         """`renderer`: the scene file's `simulation.renderer` replaced (auto | tiny | egl | gui).
         `render_depth`: with render_mode "rgb_array", each frame `render()` returns shows the depth image
         beside the rgb one (one uint8 image, as RecordVideo records it); `render(get_depth_data=True)`
-        returns (rgb, depth) as the seed's does. `until_reached`: a step lasts until the arm reaches the
+        returns (rgb, depth) as the reference simulator's does. `until_reached`: a step lasts until the arm reaches the
         commanded targets (at most `arm.max_steps` physics steps) instead of `task.steps_per_action`.
         `namespace`, `sim_parameters`, `step_channel`: the ROS backend's (RosBackend; `step_channel=True`
         exchanges each step, and an image env's frames, over a socket pair with the sim process instead of
@@ -88,36 +88,11 @@ class FrankaEnv(SeedSceneApi, gym.Env):
                                  sim_parameters=sim_parameters, reward_type=reward_type, camera_preset=camera_preset,
                                  step_channel=step_channel)
         self.metadata = {**type(self).metadata, "render_modes": render_modes()}
-        if observation not in OBSERVATIONS:
-            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+        self._check_arguments(backend, observation, render_mode, render_depth, until_reached, reward_type,
+                              (namespace, sim_parameters, step_channel))
         self.reward_type = reward_type
-        if backend != "ros" and (namespace is not None or sim_parameters is not None or step_channel is not None):
-            raise ValueError(f"{', '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
-        if render_mode == "human" and not have_display():
-            raise ValueError("render_mode='human' opens PyBullet's window and needs a display, and neither DISPLAY "
-                             "nor WAYLAND_DISPLAY is set: render headless with 'rgb_array' or 'depth_array', "
-                             "or run under a display (e.g. xvfb-run)")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be one of {list(RENDER_MODES)}, got {render_mode!r}")
-        if render_depth and render_mode != "rgb_array":
-            raise ValueError(f"render_depth=True needs render_mode='rgb_array', got {render_mode!r}")
-        if until_reached and self.command not in ("position", "delta"):
-            raise ValueError(f"until_reached=True is for position and delta actions, not {self.command}")
         self.render_depth, self.until_reached = bool(render_depth), bool(until_reached)
-        config = with_preset(load_config(config_file or default_config()), camera_preset)
-        if camera_size is not None:
-            try:
-                width, height = camera_size
-            except (TypeError, ValueError):
-                raise ValueError(f"camera_size must be (width, height) in pixels, got {camera_size!r}") from None
-            config = with_changes(config, camera={"width": width, "height": height})
-        if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
-            config = with_changes(config, simulation={"renderer": renderer})
-        config = self._scene(config)
+        config = self._scene(self._config(config_file, camera_preset, camera_size, renderer))
         self.config = config
         self.observation_mode = observation
         self.privileged_layout = PrivilegedLayout(config.scene.pick_bin.max_objects)
@@ -143,6 +118,44 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         self.episode_start = 0.0
         self.steps = 0
         self.gripper_open = True
+
+    def _check_arguments(self, backend, observation, render_mode, render_depth, until_reached, reward_type,
+                         ros_options) -> None:
+        """ValueError naming the argument for a value the env cannot use, before anything is built."""
+        namespace, sim_parameters, step_channel = ros_options
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {reward_type!r}")
+        if backend != "ros" and (namespace is not None or sim_parameters is not None or step_channel is not None):
+            raise ValueError(f"{', '.join(ROS_OPTIONS)} are options of backend='ros', not {backend!r}")
+        if render_mode == "human" and not have_display():
+            raise ValueError("render_mode='human' opens PyBullet's window and needs a display, and neither DISPLAY "
+                             "nor WAYLAND_DISPLAY is set: render headless with 'rgb_array' or 'depth_array', "
+                             "or run under a display (e.g. xvfb-run)")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {list(RENDER_MODES)}, got {render_mode!r}")
+        if render_depth and render_mode != "rgb_array":
+            raise ValueError(f"render_depth=True needs render_mode='rgb_array', got {render_mode!r}")
+        if until_reached and self.command not in ("position", "delta"):
+            raise ValueError(f"until_reached=True is for position and delta actions, not {self.command}")
+
+    @staticmethod
+    def _config(config_file, camera_preset, camera_size, renderer) -> Config:
+        """The scene file with the camera preset, size and renderer asked for, each change checked as the
+        scene file's own values are (with_changes)."""
+        config = with_preset(load_config(config_file or default_config()), camera_preset)
+        if camera_size is not None:
+            try:
+                width, height = camera_size
+            except (TypeError, ValueError):
+                raise ValueError(f"camera_size must be (width, height) in pixels, got {camera_size!r}") from None
+            config = with_changes(config, camera={"width": width, "height": height})
+        if renderer is not None:  # the scene file's simulation.renderer otherwise (doc/cameras.md: Renderers)
+            config = with_changes(config, simulation={"renderer": renderer})
+        return config
 
     def needs_privileged(self) -> bool:
         """Whether this env reads the objects' and bins' state (its observation or its reward does)."""
@@ -255,8 +268,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         return self._backend
 
     def _reward_range(self) -> tuple[float, float]:
-        """The seed's `reward_range`: the least and most one step can earn (Gymnasium 1 dropped the
-        attribute from Env; it stays here for the seed's users). A step grabs at most every object
+        """The reference simulator's `reward_range`: the least and most one step can earn (Gymnasium 1 dropped the
+        attribute from Env; it stays here for the reference simulator's users). A step grabs at most every object
         the pick bin can hold and touches a bin or not."""
         task, most = self.config.task, self.config.scene.pick_bin.max_objects
         grabs = (min(0.0, task.grab_reward) * most, max(0.0, task.grab_reward) * most)
@@ -270,6 +283,8 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         return limits.lower, limits.upper, limits.velocity
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:  # within the scene file's bounds (MAX_SEED), on either backend: ConfigError naming it
+            checked_value(SimulationConfig, "seed", seed, "seed")
         super().reset(seed=seed)
         keep = bool((options or {}).get("keep_object_type", False))
         self.last = self.backend.reset(seed, keep)
@@ -289,7 +304,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
             self.last = self.backend.step(self.command, values, self.config.task.steps_per_action)
         self.steps += 1
         status = self.last.status
-        # Under gym.make (a spec is set) TimeLimit truncates; made directly, the env does as the seed's did.
+        # Under gym.make (a spec is set) TimeLimit truncates; made directly, the env does as the reference simulator's did.
         truncated = (self.spec is None and not status["terminated"]
                      and self.steps >= self.config.task.max_episode_steps)
         return (self._observation(self.last), self._reward(self.last), bool(status["terminated"]), truncated,
@@ -321,7 +336,7 @@ class FrankaEnv(SeedSceneApi, gym.Env):
         depth image beside it, see `depth_frame`: one frame, as RecordVideo records it); depth (H×W
         float32, metres along the optical axis) for "depth_array"; None before the first reset and for
         "human" (PyBullet's window shows it). `get_depth_data=True` in "rgb_array" mode: (rgb, depth),
-        the raw arrays, as the seed's `render(get_depth_data=True)` returns them."""
+        the raw arrays, as the reference simulator's `render(get_depth_data=True)` returns them."""
         if self.last is None or self.render_mode not in ("rgb_array", "depth_array"):
             return None
         if self.render_mode == "depth_array":
@@ -351,9 +366,9 @@ class FrankaEnv(SeedSceneApi, gym.Env):
 
 
 class JointActions(FrankaEnv):
-    """The joint envs' `normalized_actions`: False (the seed's), actions in the joints' own units and limits;
+    """The joint envs' `normalized_actions`: False (the reference simulator's), actions in the joints' own units and limits;
     True, every action in [-1, 1], mapped linearly onto those limits (what SAC's tanh policy, PPO's
-    Gaussian and Gymnasium's checker expect: it warns about the seed's asymmetric, unnormalised box). The
+    Gaussian and Gymnasium's checker expect: it warns about the reference simulator's asymmetric, unnormalised box). The
     same as Gymnasium's `RescaleAction(env, -1, 1)`, made by `gym.make` alone (so it pickles and records)."""
 
     def __init__(self, config_file=None, normalized_actions: bool = False, **kwargs):

@@ -9,18 +9,18 @@ whether the achieved goal is within `distance_threshold` of the desired one.
 - FrankaLift: the chosen object of the pick bin to a goal in the pick bin's free space, below the grab height.
 - FrankaPickPlace: the chosen object from the pick bin to a goal inside the drop bin: the cell's own job.
 
-What makes them learnable where the seed's rules were not (the issue's measurements: under random actions the
+What makes them learnable where the reference simulator's rules were not (the issue's measurements: under random actions the
 gripper never came near an object, and a bin contact ended episodes whose every reward was <= 0, so SAC learnt to
 end them early):
 
 - the episode starts with the grasp point above the pick bin (Lift, PickPlace: just above the pile; Reach: in the
-  middle of its goal box), not 49 cm up at the seed's home beside the bins: the arm's `home` is set to a pose high
+  middle of its goal box), not 49 cm up at the reference simulator's home beside the bins: the arm's `home` is set to a pose high
   enough above the pick bin for the objects to be dropped in beneath it, and after the pile settles the reset
   lowers it to the start (a position command until reached, on either backend alike);
 - actions move the grasp point by `dv` per unit (larger than FrankaDelta's 1.6 cm) inside a box around the task
   (the env clips the motion to it, as the arm clips FrankaDelta's to the pick bin), so that a random walk
   covers the box in an episode; yaw stays as it starts (the objects, 1-3 cm, fit the 4 cm opening any way);
-- a bin contact does not end the episode (`terminate_on_bin_contact=True` keeps the seed's rule), and nothing
+- a bin contact does not end the episode (`terminate_on_bin_contact=True` keeps the reference simulator's rule), and nothing
   lifted is taken away (`task.count_grabs: false`): the success is the goal's;
 - the observation is small by default (`observation="compact"`: the grasp point, its velocity and, with an
   object, the finger opening and the object's pose, velocities and size) instead of the privileged vector
@@ -37,7 +37,8 @@ from functools import lru_cache
 import numpy as np
 from gymnasium import spaces
 
-from ..cell.arm import FLOOR_CLEARANCE, TOP_DOWN_ROLL, FrankaArm
+from ..cell.arm.franka import FrankaArm
+from ..cell.arm.actions import FLOOR_CLEARANCE, TOP_DOWN_ROLL
 from ..cell.world import World
 from ..config import with_changes
 from .backends import Observation
@@ -78,8 +79,8 @@ class FrankaGoalEnv(FrankaEnv):
     def __init__(self, config_file=None, observation: str = "compact", dv: float | None = None,
                  distance_threshold: float | None = None, terminate_on_bin_contact: bool = False, **kwargs):
         """`observation`: "compact" (the default, see the module) or "privileged" (the whole privileged vector,
-        envs/privileged.py). `dv`: metres the grasp point moves per unit of action and step. `distance_threshold`:
-        the success radius [m]. `terminate_on_bin_contact`: an arm-bin contact ends the episode (the seed's rule;
+        envs/privileged_observation.py). `dv`: metres the grasp point moves per unit of action and step. `distance_threshold`:
+        the success radius [m]. `terminate_on_bin_contact`: an arm-bin contact ends the episode (the reference simulator's rule;
         off by default). `reward_type` (FrankaEnv's): "sparse", -1 until within the threshold, then 0; "dense",
         minus the distance [m]. The other arguments are FrankaEnv's (backend, render_mode, camera_size, ...)."""
         if observation not in GOAL_OBSERVATIONS:

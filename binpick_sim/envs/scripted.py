@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..cell.arm import FLOOR_CLEARANCE
+from ..cell.arm.actions import FLOOR_CLEARANCE
 from .franka import episode_limit
 from .goal import rim_height, tip_offset
 from ..picking.policy import FINGER_REACH, WALL_CLEARANCE, BinInterior, Grasp, choose_grasp, yaw_step

@@ -5,7 +5,7 @@ It only needs what a ROS client can see: the gripper's pose and, per object, its
 same code drives the in-process core, the ROS demo and the gym envs.
 
 A grasp is chosen so that the open fingers come down on free floor: inside the bin's walls and
-clear of the other objects. Otherwise the fingers land on a rim or a neighbour, which in the seed's
+clear of the other objects. Otherwise the fingers land on a rim or a neighbour, which in the reference simulator's
 rules ends the episode (arm-bin contact) or leaves the object untouched.
 """
 from __future__ import annotations
@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cell.meshes import obj_vertices  # noqa: F401  (its old home: a public name here)
-from ..cell.shapes import ObjectView
+from ..cell.objects.shapes import ObjectView
 
 APPROACH_HEIGHT = 0.10  # metres above the grasp point before descending
 LIFT_HEIGHT = 0.15  # metres above the grasp point when lifting (clear of the bins' rims)

@@ -1,11 +1,11 @@
-"""The picking task of the seed's gym envs: successful grabs, arm-bin collisions, reward, termination.
+"""The picking task of the reference simulator's gym envs: successful grabs, arm-bin collisions, reward, termination.
 
 A grab succeeds when an object is at least a bin's height above the highest bin's rim and both
 fingers touch it (optionally re-checked after a shake); the object is then removed and counted. With
 `count_grabs` off nothing is counted or removed for being lifted (the goal envs carry objects anywhere).
 The episode terminates on an arm-bin collision (if enabled) or when the configured number of grabs
 is reached (never more than the objects the episode started with). A collision is reported whether or
-not it terminates (the seed's `check_termination` returns its diagnostic info either way); only one that
+not it terminates (the reference simulator's `check_termination` returns its diagnostic info either way); only one that
 terminates costs `collision_reward`.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from ..config import TaskConfig
-from ..cell.sim import BinPickingSim
+from ..cell.bin_picking_sim import BinPickingSim
 
 
 @dataclass
@@ -55,7 +55,7 @@ class PickTask:
     def reset(self) -> None:
         """Call after the scene's reset: the grab limit never exceeds the objects present."""
         self.grabs = 0
-        self.arm_grabs = {arm.config.name: 0 for arm in self.sim.arms}  # seed 000: grabs by any arm count
+        self.arm_grabs = {arm.config.name: 0 for arm in self.sim.arms}  # a grab by any arm counts, as in the reference simulator
         self.grab_limit = max(1, min(self.config.grabs_to_terminate, self.sim.scene.object_count))
 
     def update(self) -> TaskStatus:

@@ -23,7 +23,8 @@ from ..datasets.parquet import (DEPTH_PNG_SCALE, EPISODES_DIR, FLAT_KEY, IMAGE_F
 from .cli import FORMATS, main
 from .episode import DEFAULT_ENV, OBSERVATIONS, EpisodeSpec, RunSpec, run_episode
 from .policies import POLICIES, load_policy, random, scripted
-from .runner import (MAX_SEED, EpisodeCounter, NotWritable, RolloutWorker, RunResult, check_writable, rollouts,
+from ..config import MAX_SEED
+from .runner import (EpisodeCounter, NotWritable, RolloutWorker, RunResult, check_writable, rollouts,
                      summary_record, write_dataset)
 
 __all__ = ["DEFAULT_ENV", "DEPTH_PNG_SCALE", "EPISODES_DIR", "EpisodeCounter", "EpisodeSpec", "FLAT_KEY", "FORMATS",

@@ -21,6 +21,20 @@ FORMAT_EXTRAS = {"minari": ("minari",), "lerobot": ("datasets", "av")}  # what e
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.replay is not None:
+        from ..datasets import replay
+
+        try:
+            return replay.main(args.replay)
+        except (FileNotFoundError, ValueError) as exc:
+            print(f"rollouts: error: {exc}", file=sys.stderr)
+            return 2
+    return _record(parser, args)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rollouts", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="dataset folder to create (must not exist or be empty)")
     parser.add_argument("--replay", type=Path, metavar="DATASET", help="instead of recording: re-run each episode "
@@ -52,15 +66,11 @@ def main(argv: list[str] | None = None) -> int:
                         "without it a local cluster with WORKERS CPUs starts")
     parser.add_argument("--max-retries", type=int, default=3, help="restarts of a dead worker and re-runs of its "
                         "episode before the run fails (default 3)")
-    args = parser.parse_args(argv)
-    if args.replay is not None:
-        from ..datasets import replay
+    return parser
 
-        try:
-            return replay.main(args.replay)
-        except (FileNotFoundError, ValueError) as exc:
-            print(f"rollouts: error: {exc}", file=sys.stderr)
-            return 2
+
+def _record(parser: argparse.ArgumentParser, args) -> int:
+    """Record the episodes at --out, then export them where --format asks; the exit status."""
     if args.out is None:
         parser.error("--out is required (or --replay DATASET)")
     lerobot = args.format == "lerobot"
@@ -91,7 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(result.episodes)} episodes, {result.steps} steps in {result.wall_s:.1f} s "
           f"({result.steps_per_s:,.0f} steps/s) on {result.workers} workers; "
           f"success {100 * result.success_rate:.0f} %; retries {result.retries}" + (f" (episodes {sorted(result.retried)})" if result.retried else ""))
-    if lerobot:
+    return _export(args, result, record_to, images)
+
+
+def _export(args, result, record_to: Path, images: str) -> int:
+    """--format lerobot: the recorded episodes converted to --out, then removed; minari: exported beside."""
+    if args.format == "lerobot":
         from ..datasets import lerobot as lerobot_export
 
         try:

@@ -13,11 +13,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import MAX_SEED
 from ..datasets.parquet import DEPTH_PNG_SCALE, EPISODES_DIR, IMAGE_FORMATS, STEPS_DIR, SUMMARY_FILE, image_shapes, steps_table
 from .episode import DEFAULT_ENV, OBSERVATIONS, EpisodeSpec, RunSpec, run_episode
 from .policies import load_policy
-
-MAX_SEED = 2**32 - 1  # the world seeds numpy's legacy generator, which takes 32-bit seeds
 
 
 def _ray():
@@ -218,76 +217,15 @@ def _finish(temporary: Path, out: Path, result: RunResult, spec: RunSpec, seed: 
 
 def _run_on_ray(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec, address: str | None,
                 max_retries: int, progress: bool | None) -> RunResult:
-    from tqdm import tqdm
-
     ray = _ray()
-
-    started = False
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a local run sends nothing anywhere
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        started = True
+    started = _start_ray(ray, workers, address)
     temporary = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     pool, owned = [], []  # the workers; every actor this run started
     try:
-        counter_name = f"binpick_rollouts_counter_{uuid.uuid4().hex}"
-        # On the driver's node: a counter on a node that dies would take every worker's bookkeeping with it.
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        driver_node = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        counter = ray.remote(num_cpus=0)(EpisodeCounter).options(name=counter_name,
-                                                                 scheduling_strategy=driver_node).remote()
-        owned.append(counter)
-        actor = ray.remote(num_cpus=1, max_restarts=max_retries, max_task_retries=max_retries)(RolloutWorker)
-        domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
-        for index in range(workers):
-            # Each worker's private sim keeps DDS on this machine, in a ROS domain of its own.
-            env_vars = {"ROS_AUTOMATIC_DISCOVERY_RANGE": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
-                        "ROS_DOMAIN_ID": str((domain + 1 + index) % 102)}
-            options = {"runtime_env": {"env_vars": env_vars}} if spec.backend == "ros" else {}
-            # SPREAD: on a cluster, the workers go to as many nodes as have a free CPU (Ray's default packs
-            # them onto the driver's node first); one node changes nothing.
-            pool.append(actor.options(scheduling_strategy="SPREAD", **options).remote(spec, counter_name))
-            owned.append(pool[-1])
+        counter = _start_workers(ray, spec, workers, max_retries, pool, owned)
         worker_info = ray.get(pool[0].info.remote())
-        images = worker_info["images"]
-
         start = time.perf_counter()
-        queue = [EpisodeSpec(k, seed + k) for k in range(episodes)]
-        queue.reverse()
-        running: dict = {}  # summary ref -> (worker index, table ref)
-        summaries: dict[int, dict] = {}
-        tables: dict[int, object] = {}
-        nodes: dict[int, str] = {}
-        steps = 0
-
-        def submit(index: int) -> None:
-            episode = queue.pop()
-            summary_ref, table_ref = pool[index].run.options(num_returns=2).remote(episode)
-            running[summary_ref] = (index, table_ref)
-
-        for index in range(workers):
-            for _ in range(2):  # two in hand, so a worker never waits on the driver between episodes
-                if queue:
-                    submit(index)
-        hidden = None if progress is None else not progress  # None: tqdm shows it on a terminal only
-        with tqdm(total=episodes, desc="rollouts", unit="episode", disable=hidden) as bar:
-            while running:
-                done, _ = ray.wait(list(running), num_returns=1)
-                index, table_ref = running.pop(done[0])
-                summary = ray.get(done[0])
-                nodes[summary["episode"]] = summary.pop("node")
-                summaries[summary["episode"]] = summary
-                tables[summary["episode"]] = table_ref
-                steps += summary["length"]
-                elapsed = time.perf_counter() - start
-                bar.set_postfix_str(f"{steps / elapsed:,.0f} steps/s" if elapsed > 0 else "")
-                bar.update()
-                if queue:
-                    submit(index)
+        summaries, tables, nodes, steps = _hand_out(ray, pool, episodes, seed, progress)
         wall = time.perf_counter() - start
         counts = ray.get(counter.counts.remote())
         # The workers hold the CPUs Ray Data's write tasks need; their results live on in the object store.
@@ -299,7 +237,8 @@ def _run_on_ray(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec
         retried = {k: n - 1 for k, n in sorted(counts.items()) if n > 1}
         result = RunResult(out, ordered, steps, sum(counts.values()) - episodes, retried, wall, workers,
                            dict(sorted(nodes.items())))
-        _finish(temporary, out, result, spec, seed, images, worker_info["control_period_s"], ray.__version__)
+        _finish(temporary, out, result, spec, seed, worker_info["images"], worker_info["control_period_s"],
+                ray.__version__)
         return result
     finally:
         _close(ray, pool)
@@ -308,6 +247,85 @@ def _run_on_ray(out: Path, episodes: int, workers: int, seed: int, spec: RunSpec
             shutil.rmtree(temporary, ignore_errors=True)
         if started:
             ray.shutdown()
+
+
+def _start_ray(ray, workers: int, address: str | None) -> bool:
+    """Ray joined at `address`, or started on this machine with `workers` CPUs; True where this run started it
+    (and so shuts it down)."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a local run sends nothing anywhere
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    return True
+
+
+def _start_workers(ray, spec: RunSpec, workers: int, max_retries: int, pool: list, owned: list):
+    """The episode counter and `workers` RolloutWorker actors (appended to `pool`; every actor to `owned`, so
+    that a failure part-way still ends them). Returns the counter."""
+    counter_name = f"binpick_rollouts_counter_{uuid.uuid4().hex}"
+    # On the driver's node: a counter on a node that dies would take every worker's bookkeeping with it.
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    driver_node = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    counter = ray.remote(num_cpus=0)(EpisodeCounter).options(name=counter_name,
+                                                             scheduling_strategy=driver_node).remote()
+    owned.append(counter)
+    actor = ray.remote(num_cpus=1, max_restarts=max_retries, max_task_retries=max_retries)(RolloutWorker)
+    domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
+    for index in range(workers):
+        # Each worker's private sim keeps DDS on this machine, in a ROS domain of its own.
+        env_vars = {"ROS_AUTOMATIC_DISCOVERY_RANGE": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
+                    "ROS_DOMAIN_ID": str((domain + 1 + index) % 102)}
+        options = {"runtime_env": {"env_vars": env_vars}} if spec.backend == "ros" else {}
+        # SPREAD: on a cluster, the workers go to as many nodes as have a free CPU (Ray's default packs
+        # them onto the driver's node first); one node changes nothing.
+        pool.append(actor.options(scheduling_strategy="SPREAD", **options).remote(spec, counter_name))
+        owned.append(pool[-1])
+    return counter
+
+
+def _hand_out(ray, pool: list, episodes: int, seed: int, progress: bool | None):
+    """Every episode run on the workers, two in hand each, so a worker never waits on the driver between
+    episodes. Returns (summaries, table refs, nodes: each by episode number, steps)."""
+    from tqdm import tqdm
+
+    queue = [EpisodeSpec(k, seed + k) for k in range(episodes)]
+    queue.reverse()
+    running: dict = {}  # summary ref -> (worker index, table ref)
+    summaries: dict[int, dict] = {}
+    tables: dict[int, object] = {}
+    nodes: dict[int, str] = {}
+    steps = 0
+    start = time.perf_counter()
+
+    def submit(index: int) -> None:
+        episode = queue.pop()
+        summary_ref, table_ref = pool[index].run.options(num_returns=2).remote(episode)
+        running[summary_ref] = (index, table_ref)
+
+    for index in range(len(pool)):
+        for _ in range(2):
+            if queue:
+                submit(index)
+    hidden = None if progress is None else not progress  # None: tqdm shows it on a terminal only
+    with tqdm(total=episodes, desc="rollouts", unit="episode", disable=hidden) as bar:
+        while running:
+            done, _ = ray.wait(list(running), num_returns=1)
+            index, table_ref = running.pop(done[0])
+            summary = ray.get(done[0])
+            nodes[summary["episode"]] = summary.pop("node")
+            summaries[summary["episode"]] = summary
+            tables[summary["episode"]] = table_ref
+            steps += summary["length"]
+            elapsed = time.perf_counter() - start
+            bar.set_postfix_str(f"{steps / elapsed:,.0f} steps/s" if elapsed > 0 else "")
+            bar.update()
+            if queue:
+                submit(index)
+    return summaries, tables, nodes, steps
 
 
 def _close(ray, workers: list, timeout: float = 60.0) -> None:

@@ -9,7 +9,7 @@
   a bin, where a picking arm works all the time. Collisions are PyBullet's, on the cell's own URDF
   (description.py: the Panda, the bins as the `scene` link, the camera frames).
 - `joint_limits.yaml`: the joints' position, velocity and acceleration limits exactly as the simulation
-  enforces them (the URDF's, and the Panda's acceleration limits of cell/arm.py).
+  enforces them (the URDF's, and the Panda's acceleration limits of cell/arm/franka.py).
 
     python -m binpick_sim.tools.moveit_config [--config scene.yaml] [--samples 10000] [--out config]
 
@@ -29,7 +29,7 @@ import pybullet
 import yaml
 from pybullet_utils import bullet_client
 
-from ..cell.arm import ACCELERATION_LIMITS, JOINT_NAMES
+from ..cell.arm.panda import JOINT_NAMES, ACCELERATION_LIMITS
 from ..config import load_config
 from ..description import cell_description, local_meshes
 from ..paths import default_config, share_dir

@@ -8,7 +8,7 @@ import argparse
 import cv2
 import numpy as np
 
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 
 from helpers import move_grasp_target_to
 
@@ -135,7 +135,7 @@ def test_delta_targets_are_clipped_to_the_workspace(sim):
 def test_clipping_can_be_switched_off(config):
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     free = dataclasses.replace(config, arm=dataclasses.replace(config.arm, clip_delta_to_workspace=False))
     sim = BinPickingSim(free)
@@ -207,7 +207,7 @@ def test_self_collision_and_the_finger_gear_follow_the_scene_file(config):
     other only with self-collision on, and only the gear couples them."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     for on in (True, False):
         arm_config = dataclasses.replace(config.arm, self_collision=on, finger_gear=on)
@@ -228,7 +228,7 @@ def test_ik_passes_and_iterations_follow_the_scene_file(config):
     distance left by the answer returned."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     arm_config = dataclasses.replace(config.arm, ik_rounds=0, ik_iterations=20)
     sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
@@ -263,7 +263,7 @@ def loop_through_the_bin(sim, posture: bool):
     (16 mm) from the home pose's grasp target and back to it: the last answer and the largest error."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     config = sim.config
     other = BinPickingSim(dataclasses.replace(config, arm=dataclasses.replace(config.arm, ik_posture=posture)))
@@ -298,7 +298,7 @@ def test_without_posture_one_short_pass_reaches_a_delta_target(config):
     makes one PyBullet call): one call, stopped within 0.1 mm after a few iterations."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     arm_config = dataclasses.replace(config.arm, ik_posture=False, ik_rounds=0, ik_iterations=20)
     sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
@@ -324,7 +324,7 @@ def test_a_single_pass_on_the_live_arm_answers_as_the_copy_and_leaves_the_arm_al
     its motors and the world untouched."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     arm_config = dataclasses.replace(config.arm, ik_posture=False, ik_rounds=0, ik_iterations=20)
     sim = BinPickingSim(dataclasses.replace(config, arm=arm_config))
@@ -382,7 +382,7 @@ def test_a_delta_from_outside_the_workspace_is_clipped_only_where_it_moves_furth
 def test_finger_sensors_off_start_without_pybullet_warnings(config, capfd):
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     quiet = dataclasses.replace(config, arm=dataclasses.replace(config.arm, finger_force_sensors=False))
     capfd.readouterr()
@@ -402,7 +402,7 @@ def test_finger_sensors_off_start_without_pybullet_warnings(config, capfd):
 def test_finger_force_is_40_n_by_default_and_the_seeds_80_n_is_a_scene_setting(config):
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     c = None
     for force in (None, 80.0):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from binpick_sim.cell.bin_shake import MAX_AMPLITUDE
+from binpick_sim.config import MAX_SHAKE_AMPLITUDE as MAX_AMPLITUDE
 
 
 def heap_in_a_corner(sim):

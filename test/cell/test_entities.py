@@ -3,8 +3,9 @@ task; refused requests change nothing; the episode restarts as it began."""
 import numpy as np
 import pytest
 
-from binpick_sim.cell.entities import (INVALID_POSE, MISSING_ASSETS, NAME_NOT_UNIQUE, NOT_FOUND, OPERATION_FAILED,
-                                  Entities, EntityError, State)
+from binpick_sim.cell.entities.registry import Entities, State
+from binpick_sim.cell.entities.errors import INVALID_POSE, NAME_NOT_UNIQUE, NOT_FOUND, OPERATION_FAILED, EntityError
+from binpick_sim.cell.entities.errors import MISSING_ASSETS
 from binpick_sim.reasoning import Reasoner
 from binpick_sim.picking.task import PickTask
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.description import MESH_URI, cell_description, panda_meshes
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 from urdf_kinematics import forward_kinematics, parse
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from binpick_sim.picking.policy import obj_vertices
+from binpick_sim.cell.objects.meshes import obj_vertices
 from binpick_sim.cell.scene import object_files
 
 
@@ -63,7 +63,7 @@ def test_same_seed_same_episode(sim, config):
         sim.reset(seed=seed)
         return sim.scene.object_urdf, [tuple(np.round(sim.scene.object_position(o), 6)) for o in sim.scene.objects]
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     other = BinPickingSim(config)
     try:
@@ -100,7 +100,7 @@ def test_a_bin_turned_or_not_knows_what_it_contains(config, yaw):
     z: points a bin's length apart in its own frame, round trips to the world, and its objects inside."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     pick = dataclasses.replace(config.scene.pick_bin, orientation_deg=(0.0, 0.0, yaw))
     sim = BinPickingSim(dataclasses.replace(config, scene=dataclasses.replace(config.scene, pick_bin=pick)))
@@ -126,7 +126,7 @@ def test_the_cube_set_fills_the_bin_with_boxes_of_the_configured_size(config):
     their meshes (what world/objects and the picker see) describe it as other objects."""
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(dataclasses.replace(config, scene=dataclasses.replace(config.scene, object_set="cube")))
     try:

@@ -317,7 +317,7 @@ def test_set_goal_refuses_nan_and_keeps_the_goal(sim, kind):
 def sim_at(rate):
     import dataclasses
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     config = load_config(default_config())
     sim = BinPickingSim(dataclasses.replace(config, simulation=dataclasses.replace(config.simulation,

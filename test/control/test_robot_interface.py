@@ -7,8 +7,8 @@ import pytest
 
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
-from binpick_sim.control.robot_interface import (BUFFER, DEFAULT_KD, DEFAULT_KP, SAFETY_KD, Action, Robot, TimeIndexError,
-                                         NO_ERROR, BACKEND_ERROR)
+from binpick_sim.control.robot_interface import DEFAULT_KD, DEFAULT_KP, SAFETY_KD, Action, Robot, NO_ERROR, BACKEND_ERROR
+from binpick_sim.control.time_series import BUFFER, TimeIndexError
 
 
 @pytest.fixture
@@ -288,7 +288,8 @@ def test_the_robot_interface_observes_and_reports_the_torque_really_applied(sim,
 def test_camera_observation_of_t_is_the_first_frame_at_or_after_t_blocking_and_refusing_the_too_old():
     import dataclasses
 
-    from binpick_sim.control.robot_interface import Action, Robot, TimeIndexError
+    from binpick_sim.control.robot_interface import Action, Robot
+    from binpick_sim.control.time_series import TimeIndexError
 
     config = load_config(default_config())
     config = dataclasses.replace(config, camera=dataclasses.replace(config.camera, width=64, height=48))
@@ -323,7 +324,8 @@ def test_over_ros_the_frontend_gives_the_same_camera_observations(ros_context, t
     import yaml
 
     from helpers import parameters
-    from binpick_sim.control.robot_interface import Action, TimeIndexError
+    from binpick_sim.control.robot_interface import Action
+    from binpick_sim.control.time_series import TimeIndexError
     from binpick_sim.nodes.clients.robot_client import RosRobotFrontend
     from binpick_sim.nodes.process.stack import SimStack
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.control.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 
 ARM = JOINT_NAMES[:7]

@@ -27,7 +27,7 @@ import yaml
 
 import manual
 import ros_env
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 # Where the lines are: (section title, page), read through test/manual.py wherever the section sits.

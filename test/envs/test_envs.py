@@ -12,13 +12,8 @@ import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
 from binpick_sim.envs.scripted import run_episode
 from binpick_sim.paths import default_config
+from env_helpers import SMALL_CAMERA, make
 
-SMALL_CAMERA = (64, 48)
-
-
-def make(env_id, backend="direct", **kwargs):
-    kwargs.setdefault("camera_size", SMALL_CAMERA)
-    return gym.make(env_id, backend=backend, **kwargs)
 
 
 def test_the_three_ids_are_registered():

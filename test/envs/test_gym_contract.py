@@ -22,8 +22,8 @@ from gymnasium.utils.env_checker import check_env
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
 from binpick_sim.paths import default_config
+from env_helpers import SMALL_CAMERA
 
-SMALL_CAMERA = (64, 48)
 REPO = Path(__file__).resolve().parents[2]
 
 

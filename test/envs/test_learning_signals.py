@@ -11,17 +11,12 @@ from gymnasium.utils.env_checker import check_env
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS, GOAL_ENV_IDS
 from binpick_sim.envs.goal import DISTANCE_THRESHOLD
-from binpick_sim.envs.privileged import BIN_NAMES, OBJECT_FIELDS, ROBOT_FIELDS
+from binpick_sim.envs.privileged_observation import BIN_NAMES, OBJECT_FIELDS, ROBOT_FIELDS
 from binpick_sim.envs.scripted import run_episode
+from env_helpers import SMALL_CAMERA, make
 
-SMALL_CAMERA = (64, 48)
 DELTA = "binpick_sim/FrankaDelta-v0"
 LIFT = "binpick_sim/FrankaLift-v0"
-
-
-def make(env_id, backend="direct", **kwargs):
-    kwargs.setdefault("camera_size", SMALL_CAMERA)
-    return gym.make(env_id, backend=backend, **kwargs)
 
 
 def checked(env):

@@ -15,25 +15,19 @@ import subprocess
 import sys
 import warnings
 
-import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_reset_seed_determinism, check_step_determinism
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from helpers import same
+from env_helpers import SMALL_CAMERA, make
 
-SMALL_CAMERA = (64, 48)
 SEED = 123
 # The seeded episode, then TRIALS - 1 more after other histories. With HISTORY's draws the six histories of
 # `make test` hold each kind (another seed, none, the same object type) and 0 to 3 steps after it, as the
 # test checks; `make test-scale` runs SCALE_TRIALS.
 TRIALS, SCALE_TRIALS, HISTORY = 7, 20, 1
-
-
-def make(env_id, backend="direct", **kwargs):
-    kwargs.setdefault("camera_size", SMALL_CAMERA)
-    return gym.make(env_id, backend=backend, **kwargs)
 
 
 def poses(env) -> list:

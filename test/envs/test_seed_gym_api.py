@@ -12,14 +12,9 @@ from scipy.spatial.transform import Rotation
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import ENV_IDS
 from binpick_sim.paths import default_config
+from env_helpers import SMALL_CAMERA, make
 
-SMALL_CAMERA = (64, 48)
 REACHABLE = np.array([0.3, -0.5, -0.2, -2.2, 0.1, 1.8, 0.5, 0.02, 0.02])
-
-
-def make(env_id, backend="direct", **kwargs):
-    kwargs.setdefault("camera_size", SMALL_CAMERA)
-    return gym.make(env_id, backend=backend, **kwargs)
 
 
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS))

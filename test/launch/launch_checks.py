@@ -7,7 +7,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 
 NAMESPACE = "/launched"

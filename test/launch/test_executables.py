@@ -14,7 +14,7 @@ import yaml
 
 import ros_env
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
-from binpick_sim.nodes.process.entry import INTERRUPTED
+from binpick_sim.nodes.process.interrupt import INTERRUPTED
 from binpick_sim.nodes.process.spawn import SimProcess
 from binpick_sim.paths import default_config
 

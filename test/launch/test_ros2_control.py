@@ -20,7 +20,7 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 
 import ros_env
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.config import load_config
 from binpick_sim.description import cell_description
 from binpick_sim.paths import default_config, share_dir
@@ -177,8 +177,7 @@ def test_the_launch_argument_starts_ros2_control():
 
     from launch import LaunchContext
     from launch.actions import DeclareLaunchArgument, GroupAction
-    from launch.utilities import normalize_to_list_of_substitutions
-    from launch.utilities import perform_substitutions as perform
+    from launch.utilities import normalize_to_list_of_substitutions, perform_substitutions as perform
     from launch_ros.actions import Node
     from launch_ros.utilities import evaluate_parameters
 

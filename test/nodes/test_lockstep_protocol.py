@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from std_msgs.msg import Float64MultiArray, String
 
-from binpick_sim.nodes.servers.task_node import OBSERVATION_TOPIC, STEP_TOPIC
+from binpick_sim.nodes.common.wire import OBSERVATION_TOPIC, STEP_TOPIC
 
 from helpers import parameters
 
@@ -119,7 +119,7 @@ BOX = ('<robot name="thing"><link name="base"><inertial><mass value="0.05"/><ine
 def test_a_reply_shapes_each_object_as_it_is_now_also_after_a_delete_and_a_spawn_under_its_name(lockstep):
     """The task node reads an object's shape once while it lives; an object deleted and another spawned
     under the same name (and perhaps the same PyBullet body id) must show its own shape."""
-    from binpick_sim.cell.entities import Entities
+    from binpick_sim.cell.entities.registry import Entities
 
     stack, client, requests = lockstep
     entities = stack.loop.run(Entities, stack.sim)

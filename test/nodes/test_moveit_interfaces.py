@@ -13,7 +13,7 @@ from urdf_parser_py.urdf import URDF
 
 import ros_env
 from binpick_sim import semantics
-from binpick_sim.cell.arm import ACCELERATION_LIMITS, JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES, ACCELERATION_LIMITS
 from binpick_sim.description import cell_description
 from binpick_sim.paths import share_dir
 
@@ -114,18 +114,18 @@ def test_joint_limits_yaml_is_what_the_simulation_enforces(sim):
 
 
 def test_the_frames_match_the_description_and_pybullet(sim):
-    from binpick_sim.cell import frames
+    from binpick_sim.cell import tf_frames
 
-    objects = frames.object_frames(sim)
+    objects = tf_frames.object_frames(sim)
     assert [f[1] for f in objects] == [o.name for o in sim.scene.objects] and all(f[0] == "world" for f in objects)
     robot = URDF.from_xml_string(cell_description(sim.config).encode())
     fixed = {j.child: j for j in robot.joints}
     c = sim.world.client
-    for parent, child, position, xyzw in frames.camera_frames(sim):
+    for parent, child, position, xyzw in tf_frames.camera_frames(sim):
         joint = fixed[child]
         assert joint.parent == parent and joint.origin.xyz == pytest.approx(list(position), abs=1e-9)
         assert c.getQuaternionFromEuler(joint.origin.rpy) == pytest.approx(xyzw, abs=1e-7)  # (9 digits in the URDF)
-    links = {child: position for _, child, position, _ in frames.robot_frames(sim)}
+    links = {child: position for _, child, position, _ in tf_frames.robot_frames(sim)}
     state = c.getLinkState(sim.arm.body, sim.arm.link_index["panda_hand"], computeForwardKinematics=True)
     assert links["panda_hand"] == pytest.approx(state[4]) and links["panda_link0"] == pytest.approx(sim.arm.config.base_position)
 
@@ -225,7 +225,7 @@ def test_collision_objects_follow_delete_spawn_reset_and_grab(client, stack):
     from moveit_msgs.msg import AttachedCollisionObject, CollisionObject
     from std_srvs.srv import Trigger
 
-    from binpick_sim.cell.entities import Entities
+    from binpick_sim.cell.entities.registry import Entities
 
     sim = stack.sim
     updates, attached = [], []

@@ -9,7 +9,7 @@ from rclpy.parameter_client import AsyncParameterClient
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
-from binpick_sim.cell.arm import JOINT_NAMES
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from helpers import parameter_setter, parameters
 

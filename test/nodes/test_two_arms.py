@@ -45,7 +45,7 @@ def test_bad_arm_lists_fail_naming_the_key(change, message):
 
 
 def test_each_arm_stands_at_its_base_and_moves_on_its_own():
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(load_config(TWO_ARMS))
     try:
@@ -119,7 +119,7 @@ def test_two_arms_over_ros_each_obey_only_their_own_commands(ros_context, two_ar
 def test_reasoning_reachable_and_blocking_take_the_arm_to_use():
     """A point near the right arm's base is out of the left arm's reach, and the other arm, parked over
     the target, blocks the arm sent to it."""
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
     from binpick_sim.reasoning import ROBOT, Reasoner
 
     sim = BinPickingSim(load_config(TWO_ARMS))
@@ -150,7 +150,7 @@ def test_reasoning_reachable_and_blocking_take_the_arm_to_use():
 def test_the_task_counts_grabs_and_bin_collisions_per_arm():
     """The right arm grabs (an object held between its fingers above the rims) and the left arm touches
     the pick bin: each is counted for the arm that did it."""
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
     from binpick_sim.picking.task import PickTask
 
     sim = BinPickingSim(load_config(TWO_ARMS))
@@ -182,7 +182,7 @@ def test_the_robot_description_covers_every_arm_where_pybullet_has_it():
     """Each arm's links, prefixed with its name, at the poses PyBullet gives them (random joint values)."""
     from urdf_kinematics import forward_kinematics, parse
 
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
     from binpick_sim.description import cell_description
 
     config = load_config(TWO_ARMS)
@@ -290,8 +290,8 @@ def test_the_ros2_control_description_has_one_system_per_arm():
 
 
 def test_the_simulation_standards_entities_name_every_arm():
-    from binpick_sim.cell.entities import Entities
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.entities.registry import Entities
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(load_config(TWO_ARMS))
     entities = Entities(sim)

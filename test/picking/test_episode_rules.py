@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from binpick_sim.cell.scene import SceneObject
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.picking.task import PickTask
 
 

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from binpick_sim.picking.policy import BinInterior, ObjectView, choose_grasp, finger_points, yaw_step
+from binpick_sim.picking.policy import BinInterior, choose_grasp, finger_points, yaw_step
+from binpick_sim.cell.objects.shapes import ObjectView
 
 INTERIOR = BinInterior(np.array([0.5, -0.18]), 0.0, np.array([0.075, 0.075]))
 

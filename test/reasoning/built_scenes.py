@@ -6,7 +6,7 @@ import numpy as np
 import pybullet_data
 
 from binpick_sim.cell.scene import SceneObject
-from binpick_sim.cell.rendering import spelled
+from binpick_sim.cell.rendering.renderers import spelled
 
 CUBE = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a 5 cm cube
 

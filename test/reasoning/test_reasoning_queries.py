@@ -8,7 +8,7 @@ import pytest
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
 from binpick_sim.reasoning import ENVIRONMENT, OBJECT, ROBOT, Reasoner
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 from built_scenes import CUBE, add_body, add_cube, along_the_optical_axis
 from helpers import egl_or_skip, move_grasp_target_to, with_renderer
@@ -234,7 +234,7 @@ TWO_ARMS = default_config().parent / "scene_two_arms.yaml"
 
 @pytest.fixture
 def two_arm_sim():
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(load_config(TWO_ARMS))
     sim.reset(seed=0)

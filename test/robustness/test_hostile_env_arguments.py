@@ -40,3 +40,17 @@ def test_a_scene_mode_goes_through_the_same_checks():
         assert env.unwrapped.config.scene.object_set == "test"
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("seed, says", [(2 ** 63, "seed: must be from 0 to"), (True, "seed: expected an integer"),
+                                        (1.5, "seed: expected an integer")])
+def test_a_reset_seed_goes_through_the_scene_files_check_on_either_backend(seed, says):
+    """The ROS backend's seed is the world node's int64 parameter; the direct backend's numpy generator would
+    take any integer: both refuse what the scene file's `simulation.seed` would (MAX_SEED), naming it."""
+    env = gym.make("binpick_sim/FrankaDelta-v0", observation="state")
+    try:
+        with pytest.raises(ValueError, match=says):
+            env.reset(seed=seed)
+        env.reset(seed=2 ** 63 - 1)  # the largest one passes
+    finally:
+        env.close()

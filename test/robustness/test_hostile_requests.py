@@ -43,7 +43,7 @@ CORE_IK = textwrap.dedent("""
     from binpick_sim.control.controllers import make_controller
     from binpick_sim.paths import default_config
     from binpick_sim.reasoning import Reasoner
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     sim = BinPickingSim(load_config(default_config()))
     sim.reset(seed=0)
@@ -428,7 +428,7 @@ def test_step_requests_are_capped_and_cancellable(ros_context):
     from std_msgs.msg import UInt32
 
     from binpick_sim.nodes.process.stack import SimStack
-    from binpick_sim.nodes.servers.world_node import MAX_STEP_REQUEST
+    from binpick_sim.config import MAX_STEP_REQUEST
 
     world = parameters(lockstep=True, camera=False, realtime_factor=0.0)
     with SimStack(ros_context, {"world": world}) as stack:
@@ -538,7 +538,7 @@ RESET_MEMORY = textwrap.dedent("""
     import pybullet, pybullet_data
     from binpick_sim.config import load_config
     from binpick_sim.paths import default_config
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     def rss():
         with open("/proc/self/status") as status:

@@ -18,9 +18,10 @@ import numpy as np
 import pybullet_data
 import pytest
 
-from binpick_sim.cell import entities as core
-from binpick_sim.cell import sanity
-from binpick_sim.cell.entities import Entities, EntityError
+from binpick_sim.cell.entities import registry as core
+from binpick_sim.cell import finite_world
+from binpick_sim.cell.entities.registry import Entities
+from binpick_sim.cell.entities.errors import RESOURCE_PARSE_ERROR, EntityError
 from binpick_sim.nodes.clients.client import SimClient
 
 from helpers import parameters
@@ -46,14 +47,14 @@ def good_joint(**changes):
 
 
 def all_finite(client) -> bool:
-    from binpick_sim.cell.sanity import unsound_bodies
+    from binpick_sim.cell.finite_world import unsound_bodies
 
     return not unsound_bodies(client)
 
 
 @pytest.fixture(scope="module")
 def core_sim():
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
     from binpick_sim.config import load_config
     from binpick_sim.paths import default_config
 
@@ -93,7 +94,7 @@ def test_a_urdf_number_beyond_its_bound_is_refused_and_the_world_stays_finite(co
         bodies = client.getNumBodies()
         with pytest.raises(EntityError) as refused:
             entities.spawn("bad", False, "", BAD_URDFS[name], "world", [0.5, 0.18, 0.2], [0, 0, 0, 1])
-        assert refused.value.code == core.RESOURCE_PARSE_ERROR, str(refused.value)
+        assert refused.value.code == RESOURCE_PARSE_ERROR, str(refused.value)
         assert "out of bounds" in str(refused.value) and len(str(refused.value)) < 600, str(refused.value)
         assert client.getNumBodies() == bodies and "bad" not in entities.names()
         core_sim.world.step(60)
@@ -116,7 +117,7 @@ def test_bounded_urdfs_still_spawn_and_a_mesh_too_large_once_loaded_is_refused(c
         with pytest.raises(EntityError, match="at most 2 m") as refused:
             entities.spawn("huge", False, "", urdf(geometry='<mesh filename="cube.obj" scale="100 100 100"/>'),
                            "world", [0.5, 0.18, 0.3], [0, 0, 0, 1])
-        assert refused.value.code == core.RESOURCE_PARSE_ERROR and client.getNumBodies() == bodies
+        assert refused.value.code == RESOURCE_PARSE_ERROR and client.getNumBodies() == bodies
         core_sim.world.step(120)
         assert all_finite(client)
         entities.remove_spawned()
@@ -125,7 +126,7 @@ def test_bounded_urdfs_still_spawn_and_a_mesh_too_large_once_loaded_is_refused(c
     import xml.etree.ElementTree as ElementTree
 
     from binpick_sim.cell.scene import object_files
-    from binpick_sim.cell.urdf_limits import check_numbers
+    from binpick_sim.cell.entities.urdf_limits import check_numbers
 
     for path in object_files("train") + object_files("test"):
         check_numbers(ElementTree.parse(path).getroot(), echo=False)
@@ -175,8 +176,8 @@ def test_full_resets_bring_back_a_world_that_a_nan_reached_or_say_they_cannot(ro
                 return body
             body = stack.loop.run(foreign_nan)
             # the check itself, where a reset left a body it cannot mend: it says so, naming the body
-            with pytest.raises(sanity.WorldNotSane, match=f"body {body}"):
-                stack.loop.run(sanity.restore, stack.sim)
+            with pytest.raises(finite_world.WorldNotSane, match=f"body {body}"):
+                stack.loop.run(finite_world.restore, stack.sim)
             # every full reset rebuilds the cell in an emptied world (issue 26): the foreign body is gone
             assert client.call("world/reset", timeout=60).success
             assert stack.loop.run(all_finite, c) and stack.loop.run(c.getNumBodies) == len(stack.sim.fixed_bodies) + len(
@@ -226,7 +227,7 @@ def test_a_backtracking_name_filter_is_answered_and_the_clock_keeps_ticking(ros_
 
 
 def test_without_re2_a_filter_is_refused_naming_the_package(monkeypatch):
-    from binpick_sim.cell.name_filter import FilterError, compile_filter
+    from binpick_sim.cell.entities.name_filter import FilterError, compile_filter
 
     monkeypatch.setitem(sys.modules, "re2", None)  # as on a ROS install without the pip package
     assert compile_filter("")("object_0")
@@ -284,7 +285,7 @@ def test_a_spawnable_folder_that_is_not_one_stops_start_up(si):
 
 
 def test_a_listing_is_bounded_in_depth_and_count(core_sim, tmp_path, monkeypatch):
-    from binpick_sim.cell import spawn_sources
+    from binpick_sim.cell.entities import spawn_sources
 
     deep = tmp_path / "deep"
     folder = deep

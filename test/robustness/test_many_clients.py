@@ -17,9 +17,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import ros_env
-from binpick_sim.cell.arm import JOINT_NAMES
-from binpick_sim.nodes.clients.client import SimClient
-from binpick_sim.nodes.process.spawn import SimProcess
+from binpick_sim.cell.arm.panda import JOINT_NAMES
 
 CLIENTS = 20
 OUTSTANDING = 4  # requests each service client keeps in flight
@@ -40,15 +38,12 @@ def needs():
 
 
 @pytest.fixture
-def sim_and_client(ros_context, tmp_path):
+def sim_and_client(ros_context):
     needs()
-    sim = SimProcess({"camera": False}, log=tmp_path / "sim.log")
-    client = SimClient("load_client", context=ros_context, topics={})
-    try:
+    from bench.session import sim_and_client
+
+    with sim_and_client({"camera": False}, {}, context=ros_context) as (sim, client):
         yield sim, client
-    finally:
-        client.close()
-        sim.stop()
 
 
 class Services:

@@ -19,19 +19,6 @@ SEED, EPISODES, MAX_STEPS = 3, 3, 25
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def scripted(cluster, tmp_path_factory):
     """EPISODES scripted-picker episodes (seeds SEED.., MAX_STEPS steps at most) as a rollouts dataset."""
     from binpick_sim.rollouts import RunSpec, rollouts

@@ -21,21 +21,6 @@ NO_RAY = importlib.util.find_spec("ray") is None
 needs_ray = pytest.mark.skipif(NO_RAY, reason="needs ray (pip install 'ray[data,tune]', pinned in requirements.txt)")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    kill_dir = tmp_path_factory.mktemp("kills")
-    path = os.pathsep.join([str(REPO), str(REPO / "test" / "rollouts"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path, "BINPICK_KILL_DIR": str(kill_dir)}})
-    try:
-        yield kill_dir
-    finally:
-        ray.shutdown()
-
-
 def run(out, episodes, workers, seed=0, local=None, **spec):
     from binpick_sim.rollouts import RunSpec, rollouts
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from binpick_sim.cell.vision.camera import Camera
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
 HEIGHT = 0.5  # camera above the empty floor behind the robot, looking straight down
 SPOT = (-1.0, 1.0)

@@ -1,4 +1,4 @@
-"""The render worker keeps a large frame's buffers on the heap from one frame to the next (cell/heap.py) instead
+"""The render worker keeps a large frame's buffers on the heap from one frame to the next (cell/rendering/frame_memory.py) instead
 of faulting in new pages: without it, its Camera.render at 1024 x 768 with egl took about 4,700 minor page
 faults a frame in a process that had made calls with the segmentation mask (glibc had raised its thresholds
 and trimmed the heap after every frame); the worker, whose frames alternate like that, took 180-1,200.
@@ -15,8 +15,8 @@ def minor_faults(pid: int) -> int:
 
 def test_the_render_worker_reuses_the_heap_for_large_frames_instead_of_faulting_in_new_pages(config):
     egl_or_skip()
-    from binpick_sim.cell.render_worker import RenderWorker, capture
-    from binpick_sim.cell.sim import BinPickingSim
+    from binpick_sim.cell.render_process.worker import RenderWorker, capture
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
 
     config = with_renderer(config, "tiny", width=1024, height=768)  # the live sim only captures states
     sim = BinPickingSim(config)

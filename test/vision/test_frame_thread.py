@@ -9,7 +9,7 @@ from collections import deque
 
 import pytest
 
-from binpick_sim.cell.render_worker import AHEAD
+from binpick_sim.cell.render_process.worker import AHEAD
 from binpick_sim.nodes.servers.camera_frames import GROW_WINDOW, FrameThread
 
 DRAW = 0.2  # seconds the stand-in worker takes per frame

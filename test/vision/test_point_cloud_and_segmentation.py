@@ -7,7 +7,7 @@ from sensor_msgs.msg import Image, PointCloud2
 
 from binpick_sim.cell.vision import labels
 from binpick_sim.cell.vision.camera import organised_cloud
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.common import convert
 

@@ -8,8 +8,8 @@ import pybullet_data
 import pytest
 
 from binpick_sim.cell.vision.labels import label_image
-from binpick_sim.cell.render_worker import RenderWorker, capture
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.render_process.worker import RenderWorker, capture
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.nodes.clients.client import TOPICS, SimClient
 from binpick_sim.nodes.common.convert import to_seconds
 from binpick_sim.nodes.servers.camera_frames import GROW_WINDOW
@@ -58,8 +58,8 @@ def test_frames_travel_through_shared_memory_beside_their_announcement():
     import socket
     from multiprocessing.connection import Connection
 
-    from binpick_sim.cell.frame_hop import SLOTS, FrameReader, FrameWriter, InSharedMemory, shared_file
-    from binpick_sim.cell.render_worker import AHEAD, RenderedFrame
+    from binpick_sim.cell.render_process.shared_frames import SLOTS, FrameReader, FrameWriter, InSharedMemory, shared_file
+    from binpick_sim.cell.render_process.worker import AHEAD, RenderedFrame
 
     assert AHEAD < SLOTS  # a frame is written only once the one AHEAD before it was taken: its slot is free
     rng = np.random.default_rng(0)
@@ -234,7 +234,7 @@ def test_real_time_holds_while_the_camera_is_watched_at_640x480(ros_context, tmp
 
 # --- Reasoner.visibility from a plain script, without a __main__ guard (issue 28, item 9) ---------------
 PLAIN_SCRIPT = """
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.config import load_config
 from binpick_sim.paths import default_config
 from binpick_sim.reasoning import Reasoner
@@ -281,7 +281,7 @@ def test_workers_drawing_in_turn_answer_in_the_order_asked(config):
     then requests go to the workers in turn and the frames come back in the order they were asked for, even
     when a later one is done first (a small frame asked after a large one, on the other worker); a FrameFailed
     answers its request and the order goes on. No more than `most` are started."""
-    from binpick_sim.cell.render_worker import FrameFailed, RenderWorkers
+    from binpick_sim.cell.render_process.worker import FrameFailed, RenderWorkers
 
     config = with_renderer(config, "tiny", width=64, height=48)
     sim = BinPickingSim(config)
@@ -335,7 +335,7 @@ def test_workers_drawing_in_turn_answer_in_the_order_asked(config):
 def test_a_worker_that_cannot_join_is_reported_and_not_tried_again(config):
     """A worker `grow` started that cannot draw (here: a renderer name its cell refuses) leaves the first one
     serving, says why once (`growth_error`, which the frame thread logs), and no other is tried."""
-    from binpick_sim.cell.render_worker import RenderWorkers
+    from binpick_sim.cell.render_process.worker import RenderWorkers
 
     config = with_renderer(config, "tiny", width=64, height=48)
     sim = BinPickingSim(config)

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binpick_sim.cell import rendering
-from binpick_sim.cell.rendering import RendererError
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.rendering import renderers
+from binpick_sim.cell.rendering.renderers import RendererError
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.config import ConfigError, config_from_dict, config_to_dict
 
 from helpers import egl_or_skip, with_renderer
@@ -22,7 +22,7 @@ from helpers import egl_or_skip, with_renderer
 
 def test_scene_file_names_one_of_four_renderers(config):
     data = config_to_dict(config)
-    for name in rendering.RENDERERS:
+    for name in renderers.RENDERERS:
         data["simulation"]["renderer"] = name
         assert config_from_dict(data).simulation.renderer == name
     data["simulation"]["renderer"] = "vulkan"
@@ -49,14 +49,14 @@ def test_egl_and_gui_refuse_frames_they_would_upsample(config):
     at run time, naming the way out; `auto` takes TinyRenderer for them."""
     with pytest.raises(RendererError, match="renderer egl: frames up to 1024x768 only.*got 1280x720"):
         BinPickingSim(with_renderer(config, "egl", width=1280, height=720))
-    assert rendering.choose("auto", False, [(1280, 720)]) == "tiny"
+    assert renderers.choose("auto", False, [(1280, 720)]) == "tiny"
     with pytest.raises(RendererError, match="renderer gui: frames up to 1024x768 only .the GUI window.*got 1280x720"):
-        rendering.choose("gui", True, [(640, 480), (1280, 720)])
-    assert rendering.choose("auto", True, [(1280, 720)]) == "tiny"
-    assert rendering.choose("auto", True, [(1024, 768)]) == "gui"
+        renderers.choose("gui", True, [(640, 480), (1280, 720)])
+    assert renderers.choose("auto", True, [(1280, 720)]) == "tiny"
+    assert renderers.choose("auto", True, [(1024, 768)]) == "gui"
     sim = BinPickingSim(config)  # the run-time check, as it would run with the GUI's renderer (no display here)
     try:
-        sim.world.renderer = rendering.GUI
+        sim.world.renderer = renderers.GUI
         with pytest.raises(ConfigError, match="renderer gui: frames up to 1024x768"):
             sim.camera.set_view(width=1280, height=720)
         assert sim.camera.config.width == 640
@@ -65,14 +65,14 @@ def test_egl_and_gui_refuse_frames_they_would_upsample(config):
 
 
 def test_auto_follows_its_rule(config):
-    assert rendering.choose("auto", True, [(640, 480)]) == "gui"
-    assert rendering.choose("auto", False, [(64, 64)]) == "tiny"  # TinyRenderer is faster for tiny frames
+    assert renderers.choose("auto", True, [(640, 480)]) == "gui"
+    assert renderers.choose("auto", False, [(64, 64)]) == "tiny"  # TinyRenderer is faster for tiny frames
     try:
-        rendering.probe_egl()
+        renderers.probe_egl()
         expected = "egl"
     except RendererError:
         expected = "tiny"
-    assert rendering.choose("auto", False, [(640, 480)]) == expected
+    assert renderers.choose("auto", False, [(640, 480)]) == expected
 
 
 def test_one_egl_world_per_process(config):
@@ -217,7 +217,7 @@ def test_intrinsics_match_each_renderers_principal_point(cell_in_view):
 def test_an_object_type_seen_again_at_another_size_is_drawn_at_that_size(config, renderer):
     """The same random_urdfs object in a later episode, three times larger: three times larger in the
     picture too. (PyBullet's EGL plugin keeps a mesh by file name, not scale: loaded again at another
-    scale it would be drawn at its first size; rendering.spelled is the way round.)"""
+    scale it would be drawn at its first size; renderers.spelled is the way round.)"""
     def episode(size):
         sim.scene.config = dataclasses.replace(sim.scene.config, object_size_range=(size, size * 1.001))
         sim.reset(seed=5)  # the same object type both times: the same draws from the same seed
@@ -281,7 +281,7 @@ def test_egl_renders_the_requested_size_without_upsampling(config):
 
 def test_egl_frames_published_from_the_physics_thread_show_the_current_scene(ros_context):
     """The camera node renders on the physics thread, not the thread that loaded the EGL plugin: the
-    context moves with it (rendering.EglContext). Without that, frames silently repeat an old picture."""
+    context moves with it (renderers.EglContext). Without that, frames silently repeat an old picture."""
     egl_or_skip()
     from rclpy.parameter import Parameter
 
@@ -331,7 +331,7 @@ def test_image_env_renders_with_the_chosen_renderer(backend):
             assert env.unwrapped.backend.sim.world.renderer.name == "egl"
         else:
             log = (Path(env.unwrapped.backend.folder.name) / "sim.log").read_text()
-            assert f"160x120 frames rendered by egl ({rendering.probe_egl()})" in log, log[-2000:]
+            assert f"160x120 frames rendered by egl ({renderers.probe_egl()})" in log, log[-2000:]
         assert observation["rgb"].shape == (120, 160, 3) and np.isfinite(observation["depth"]).all()
         assert observation["rgb"].std() > 10
     finally:
@@ -351,7 +351,7 @@ def test_diagnostics_and_the_start_up_log_name_the_renderer_with_its_gl_strings(
     from binpick_sim.nodes.common.dds import profile_path
     from binpick_sim.nodes.process.spawn import SimProcess
 
-    expected = "tiny (PyBullet TinyRenderer, CPU)" if renderer == "tiny" else f"egl ({rendering.probe_egl()})"
+    expected = "tiny (PyBullet TinyRenderer, CPU)" if renderer == "tiny" else f"egl ({renderers.probe_egl()})"
     log = tmp_path / "sim.log"
     process = SimProcess({"world:renderer": renderer, "realtime_factor": 0.0}, log=log)
     node = rclpy.create_node("renderer_watcher", context=ros_context)

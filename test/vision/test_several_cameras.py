@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import yaml
 
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.config import ConfigError, config_from_dict, config_to_dict, load_config
 from binpick_sim.description import cell_description
 from binpick_sim.nodes.clients.client import TOPICS, SimClient

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from binpick_sim.cell.sim import BinPickingSim
+from binpick_sim.cell.bin_picking_sim import BinPickingSim
 from binpick_sim.cell.vision import visibility
 from binpick_sim.cell.world import connect
 from binpick_sim.reasoning import Reasoner

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...config import CameraConfig, ConfigError, replaced
-from ..rendering import upsampling_problem
+from ..rendering.renderers import upsampling_problem
 from ..world import World
 
 FAR_BUFFER = 1.0 - 1e-6  # depth-buffer values this close to 1 hit nothing before the far plane
@@ -37,7 +37,7 @@ class Frame:
 
 
 class Camera:
-    """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the seed's
+    """Where the camera is and what it sees; both can change at run time (`mount`, `set_view`): the reference simulator's
     `mount_camera_on_robot` and `recompute_view_and_projection_matrix`."""
 
     def __init__(self, world: World, config: CameraConfig, arm=None, name: str = ""):
@@ -74,7 +74,7 @@ class Camera:
         self.offset_rotation = np.array(c.getMatrixFromQuaternion(offset_quat)).reshape(3, 3)
         # the view's aspect, not the grid's: a camera drawn at another size (`aspect`) keeps its field of view
         self.projection = c.computeProjectionMatrixFOV(config.fov_deg, config.view_aspect, config.near, config.far)
-        self.renderer = self.world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering.py)
+        self.renderer = self.world.renderer.flag  # PyBullet's getCameraImage argument (cell/rendering/renderers.py)
         self.config = config
 
     @property

@@ -1,4 +1,4 @@
-"""How much of each object a view sees, and what covers the rest: seed 004's `visible` and `occluding`.
+"""How much of each object a view sees, and what covers the rest: the `visible` and `occluding` queries.
 
 Both compare two segmentation masks per object, pixel by pixel: the whole scene's, and the object's
 alone. The two must come from the same renderer (TinyRenderer and OpenGL rasterise edges differently),

@@ -1,4 +1,4 @@
-"""The controller family of seed 001, acting on the Panda's seven arm joints with torques."""
+"""robosuite's controller family, acting on the Panda's seven arm joints with torques."""
 from ...config import CONTROLLER_TYPES as CONTROLLER_KINDS  # "none" and the names below
 from .base import Controller, LinearInterpolator, OrientationInterpolator
 from .cartesian import InverseKinematicsController, OperationalSpaceController

@@ -1,7 +1,7 @@
-"""What every controller of seed 001 (robosuite) shares: the arm's state and dynamics read from
+"""What every controller of the robosuite family shares: the arm's state and dynamics read from
 PyBullet, input/output scaling with clipping, torque limits, gravity compensation, goal reset, and
 policy frequency vs control frequency with optional linear interpolation between policy steps, and the
-seed's state surface (`update(force=)`, `update_base_pose`, `update_initial_joints`, `actuator_limits`).
+robosuite's state surface (`update(force=)`, `update_base_pose`, `update_initial_joints`, `actuator_limits`).
 
 A controller acts on the seven arm joints with torques, at the physics rate, with PyBullet's own
 joint motors off; the fingers stay on their position motors. Install it with `engage()` (which puts it
@@ -19,7 +19,7 @@ ARM = slice(0, 7)
 
 
 def nums2array(nums, dim: int) -> np.ndarray:
-    """A scalar broadcast to `dim` values, or a sequence as an array (seed: `nums2array`)."""
+    """A scalar broadcast to `dim` values, or a sequence as an array (robosuite: `nums2array`)."""
     values = np.asarray(nums, dtype=float)
     return np.full(dim, float(values)) if values.ndim == 0 else values.astype(float)
 
@@ -72,8 +72,8 @@ class Controller:
         self.torques = np.zeros(7)
         self.clipped = False  # whether the last action was clipped anywhere (the arm node counts it)
         self.state = self.read_state()
-        self.new_update = False  # seed: whether `update()` must read the arm again (set after each step)
-        self.initial_joints = self.state.q.copy()  # seed: the posture a nullspace term pulls toward (OSC)
+        self.new_update = False  # robosuite: whether `update()` must read the arm again (set after each step)
+        self.initial_joints = self.state.q.copy()  # robosuite: the posture a nullspace term pulls toward (OSC)
 
     # --- what subclasses define ---------------------------------------------------------------
     @property
@@ -98,7 +98,7 @@ class Controller:
 
     @property
     def control_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """Low and high per action value, in the action's order (seed: control_limits): with variable
+        """Low and high per action value, in the action's order (robosuite: control_limits): with variable
         impedance the damping ratios' and kps' limits first, then the scaled values' input range."""
         mode = getattr(self, "impedance_mode", "fixed")
         gains = self.control_dim - self.scaled_dim
@@ -134,7 +134,7 @@ class Controller:
             raise ValueError(f"{self.layout} takes {self.control_dim} values, got {action.size}")
         finite(action, f"a {self.layout} action")
         self.clipped = False
-        self.update()  # the goal is relative to the arm as it is now (seed: set_goal updates first)
+        self.update()  # the goal is relative to the arm as it is now (robosuite: set_goal updates first)
         return action
 
     def clip(self, values, low, high) -> np.ndarray:
@@ -162,16 +162,16 @@ class Controller:
     def clip_torques(self, torques) -> np.ndarray:
         return np.clip(torques, -self.torque_limits, self.torque_limits)
 
-    nums2array = staticmethod(nums2array)  # seed: Controller.nums2array
+    nums2array = staticmethod(nums2array)  # robosuite: Controller.nums2array
 
     @property
     def actuator_limits(self) -> tuple[np.ndarray, np.ndarray]:
-        """(minimum, maximum) torque of each arm joint [N m]: the URDF's effort limits (seed: actuator_limits)."""
+        """(minimum, maximum) torque of each arm joint [N m]: the URDF's effort limits (robosuite: actuator_limits)."""
         return -self.torque_limits, self.torque_limits.copy()
 
     def update(self, force: bool = False) -> None:
         """Read the arm's state (joints, grasp-target pose and velocity, Jacobian, mass matrix, gravity)
-        if the world has stepped since the last read, or whenever `force` is set (seed: update(force)).
+        if the world has stepped since the last read, or whenever `force` is set (robosuite: update(force)).
         Every physics step reads it once; goals set between steps read it at most once more."""
         if force or self.new_update:
             self.state = self.read_state()
@@ -185,7 +185,7 @@ class Controller:
         base_pose(base_pos, base_ori)
 
     def update_initial_joints(self, initial_joints) -> None:
-        """The posture a nullspace term pulls toward (seed: update_initial_joints; OSC uses it)."""
+        """The posture a nullspace term pulls toward (robosuite: update_initial_joints; OSC uses it)."""
         joints = finite(initial_joints, "initial_joints")
         if joints.shape != (7,):
             raise ValueError(f"initial_joints takes 7 arm joint positions, got {joints.size}")
@@ -226,7 +226,7 @@ class Controller:
 
 
 class LinearInterpolator:
-    """Moves a goal from where it is to a new value in equal steps (seed: interpolator)."""
+    """Moves a goal from where it is to a new value in equal steps (robosuite: interpolator)."""
 
     def __init__(self, start, steps: int):
         self.value = np.asarray(start, dtype=float)
@@ -251,7 +251,7 @@ class LinearInterpolator:
 
 class OrientationInterpolator(LinearInterpolator):
     """Turns a goal rotation (3x3) to a new one in equal steps of angle: spherical linear
-    interpolation (seed: the interpolator's orientation mode)."""
+    interpolation (robosuite: the interpolator's orientation mode)."""
 
     def towards(self, fraction: float) -> np.ndarray:
         return Slerp([0.0, 1.0], Rotation.from_matrix([self.value, self.target]))(fraction).as_matrix()

@@ -1,4 +1,4 @@
-"""Task-space controllers of seed 001: operational space control (OSC) and inverse kinematics (IK),
+"""Task-space controllers of robosuite's family: operational space control (OSC) and inverse kinematics (IK),
 both acting on the grasp target (`panda_grasptarget`)."""
 from __future__ import annotations
 
@@ -141,9 +141,9 @@ class InverseKinematicsController(Controller):
     target's current pose; the position part is clipped to a norm of `ik_pos_limit` and the rotation
     to `ik_ori_limit`. `converge_steps` bounds the IK solver's refinement rounds.
 
-    The solver is the arm's own IK copy (cell/ik.py), shared, until `load_urdf: true`,
+    The solver is the arm's own IK copy (cell/arm/ik.py), shared, until `load_urdf: true`,
     `setup_inverse_kinematics(True)` or `update_base_pose` gives the controller a copy of its own (one
-    more PyBullet client; `close()` ends it). The seed's IK helpers work on that copy: `sync_state`,
+    more PyBullet client; `close()` ends it). robosuite's IK helpers work on that copy: `sync_state`,
     `sync_ik_robot`, `ik_robot_eef_joint_cartesian_pose`, `inverse_kinematics`,
     `joint_positions_for_eef_command`, `get_control`, `bullet_base_pose_to_world_pose`,
     `_clip_ik_input`, `_make_input`, `_get_current_error`."""
@@ -157,7 +157,7 @@ class InverseKinematicsController(Controller):
         self.solver, self.own_solver = arm.solver, False
         self.base_position = np.asarray(arm.config.base_position, dtype=float)
         self.base_orientation = np.asarray(arm.base_orientation, dtype=float)
-        self.ik_target_position = self.ik_target_rotation = None  # seed: the IK targets (update_targets)
+        self.ik_target_position = self.ik_target_rotation = None  # robosuite: the IK targets (update_targets)
         self.commanded_joint_positions = None  # seed get_control's target joints
         self.converge_steps = int(converge_steps)
         self.kp = nums2array(kp, 7)
@@ -175,12 +175,12 @@ class InverseKinematicsController(Controller):
     def control_dim(self) -> int:
         return 6
 
-    # --- the seed's IK surface ----------------------------------------------------------------
+    # --- robosuite's IK surface ----------------------------------------------------------------
     def setup_inverse_kinematics(self, load_urdf: bool = True) -> None:
         """Seed: set up IK. `load_urdf`: a copy of the arm of this controller's own (at the base it knows);
-        false: share the arm's (the seed's choice for several controllers of one robot)."""
+        false: share the arm's (robosuite's choice for several controllers of one robot)."""
         if load_urdf and not self.own_solver:
-            from ...cell.ik import PandaIK
+            from ...cell.arm.ik import PandaIK
 
             shared = self.arm.solver
             self.solver = PandaIK(self.base_position, self.base_orientation, shared.lower, shared.upper, shared.rest,
@@ -301,7 +301,7 @@ class InverseKinematicsController(Controller):
         return -limit, limit
 
     def clip_ik_input(self, dpos, rotation) -> tuple[np.ndarray, np.ndarray]:
-        """Scale dpos and the rotation vector down to the seed's norms ik_pos_limit / ik_ori_limit."""
+        """Scale dpos and the rotation vector down to robosuite's norms ik_pos_limit / ik_ori_limit."""
         dpos, rotation = np.asarray(dpos, float), np.asarray(rotation, float)
         for vector, limit in ((dpos, self.ik_pos_limit), (rotation, self.ik_ori_limit)):
             norm = math.hypot(*vector)  # no overflow to inf for 1e308
@@ -311,7 +311,7 @@ class InverseKinematicsController(Controller):
         return dpos, rotation
 
     def set_goal(self, delta, set_ik=None) -> None:
-        """`set_ik` (seed: the global goal, which it leaves TODO): [x y z qx qy qz qw], the grasp target's
+        """`set_ik` (robosuite: the global goal, which it leaves TODO): [x y z qx qy qz qw], the grasp target's
         position [m] and orientation in the world, overriding `delta` (which is still checked)."""
         delta = self.checked(delta)
         if set_ik is not None:

@@ -1,4 +1,4 @@
-"""Joint-space controllers of seed 001: position (impedance), velocity and torque."""
+"""Joint-space controllers of robosuite's family: position (impedance), velocity and torque."""
 from __future__ import annotations
 
 import numpy as np
@@ -87,12 +87,12 @@ class JointVelocityController(Controller):
     """Control on joint velocity, by one of two laws (`law`):
 
     - `mass_weighted` (the default): torque = M kp (v_goal - v) + gravity compensation, kp 30 [1/s];
-    - `robosuite` (seed 001's own): torque = kp e + ki sum(e) + kd mean(de over 5 steps) + gravity
+    - `robosuite` (robosuite's own): torque = kp e + ki sum(e) + kd mean(de over 5 steps) + gravity
       compensation, e = v_goal - v, kp 0.25 by default, a single kp multiplied by each joint's actuator
       range (2 x its effort limit: 43.5 N m s/rad on the Panda's big joints, 6 on the wrist), ki 0.005 kp,
       kd 0.001 kp, the sum frozen while the torques are clipped (anti-windup).
 
-    The default differs from the seed because the seed's law shakes the wrist at this cell's 240 Hz
+    The default differs from robosuite's because robosuite's law shakes the wrist at this cell's 240 Hz
     physics (a gain of 6 N m s/rad on a link of about 0.01 kg m^2 overshoots in one 4 ms step; robosuite
     steps at 500 Hz with armature on the joints), while it tracks at 1 kHz (test/control/test_controllers.py shows
     both); weighting by the mass matrix gives every joint the same response time, 1/kp.
@@ -117,11 +117,11 @@ class JointVelocityController(Controller):
         if self.kp.shape != (7,):
             raise ValueError(f"kp must be a finite number or 7 of them, got {kp!r}")
         if robosuite:
-            if scalar:  # seed: a single kp is scaled by how wide each joint's actuator range is
+            if scalar:  # robosuite: a single kp is scaled by how wide each joint's actuator range is
                 self.kp = self.kp * 2 * arm.limits.effort[:7]
             self.ki, self.kd = 0.005 * self.kp, 0.001 * self.kp
         self.summed_error, self.last_error = np.zeros(7), np.zeros(7)
-        self.error_changes: list[np.ndarray] = []  # the last 5 (seed: RingBuffer of length 5)
+        self.error_changes: list[np.ndarray] = []  # the last 5 (robosuite: RingBuffer of length 5)
         self.saturated = False
         limit = arm.limits.velocity[:7]
         self.velocity_limits = (np.asarray(velocity_limits, dtype=float) if velocity_limits is not None
@@ -163,7 +163,7 @@ class JointVelocityController(Controller):
 
 class JointTorqueController(Controller):
     """Torques passed through: action [tau x7] scaled from [input_min, input_max] to
-    [output_min, output_max] (the seed's default ±0.05 N m; pass the effort limits, e.g.
+    [output_min, output_max] (robosuite's default ±0.05 N m; pass the effort limits, e.g.
     `output_max: [87, 87, 87, 87, 12, 12, 12]`, for the arm's whole range), the goal clipped to
     `torque_limits` ([low, high], each a number or 7; default none beyond the effort limits), plus
     gravity compensation."""

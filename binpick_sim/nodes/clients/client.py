@@ -19,7 +19,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from ...picking.policy import ObjectView
+from ...cell.objects.shapes import ObjectView
 from ..common import convert
 from ..common.convert import to_seconds
 from ..common.teardown import destroy_fully
@@ -136,7 +136,7 @@ class SimClient:
 
     def call(self, service: str, timeout: float = 30.0, resend: float | None = None) -> Trigger.Response:
         """Call a Trigger service; TimeoutError after `timeout` s without an answer. The client is new, and a
-        request sent as soon as it sees the service was once never seen by the server (a CI rehearsal; most
+        request sent as soon as it sees the service can go unseen by the server (seen once; most
         likely the server had not yet matched this client's request writer, and its volatile reader dropped
         the sample). `resend`: send the request again every `resend` s until one is answered; only for a
         service where a second call is harmless."""

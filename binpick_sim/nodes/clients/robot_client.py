@@ -14,7 +14,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...control.camera_series import CameraObservation, CameraSeries
-from ...control.robot_interface import Action, Observation, RobotFrontend, Status, TimeSeries
+from ...control.robot_interface import Action, Observation, RobotFrontend, Status
+from ...control.time_series import TimeSeries
 from ..common.teardown import destroy_fully
 from ..common.wire import ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED, STEP_LAYOUT, STEPS_QOS
 
@@ -26,7 +27,7 @@ class RosRobotFrontend(RobotFrontend):
         super().__init__(_TopicBackend(namespace, context, timeout), timeout)
 
     def get_camera_observation(self, t: int) -> CameraObservation:
-        """As in process (seed 003), from the robot node's robot/camera/* topics (its `camera_rate`)."""
+        """As in process (the camera observation of a time index), from the robot node's robot/camera/* topics (its `camera_rate`)."""
         if self.backend.camera_index.get_publisher_count() == 0:
             raise RuntimeError("the robot node publishes no camera frames: start it with camera_rate > 0")
         return super().get_camera_observation(t)
@@ -58,7 +59,7 @@ class _TopicBackend:
         self.node.create_subscription(Int64MultiArray, "robot/accepted", self._on_accepted, 100)
         self.node.create_subscription(String, "robot/error", self._on_error,
                                       QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        # seed 003's camera frames: the robot node's three camera topics joined by stamp
+        # camera observations by time index: the robot node's three camera topics joined by stamp
         self.camera_series = CameraSeries(None, self, 1)
         self.camera_parts: dict[tuple[int, int], dict] = {}
         for topic, kind in zip(CAMERA_TOPICS, ("rgb", "depth", "index")):

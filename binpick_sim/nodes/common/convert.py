@@ -10,7 +10,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState, PointCloud2, PointFie
 from std_msgs.msg import Header
 from visualization_msgs.msg import Marker
 
-from ...cell import shapes
+from ...cell.objects import shapes
 from ...cell.vision.camera import pack_cloud
 
 from ...control.trajectory import Trajectory

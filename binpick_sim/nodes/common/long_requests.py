@@ -1,10 +1,10 @@
 """Long requests never hold an executor thread, and request queues that do not drop under load.
 
-An action goal that follows a trajectory, or waits for thousands of physics steps, used to run its
+An action goal that follows a trajectory, or waits for thousands of physics steps, would run its
 execute callback on a thread of the node's executor pool (rclpy schedules it there) and hold it to
 the end: four such goals, or four StepSimulation requests, took every thread of the 4-thread pool, so
 the other services, new goals, result requests and cancels of every node on that pool waited behind
-them (cancels were answered after 60 s). rclpy's coroutine callbacks do not help here: its executors
+them (cancels answered after 60 s, measured). rclpy's coroutine callbacks do not help here: its executors
 resume a waiting coroutine on every pass, so one waiting goal keeps a thread busy. So:
 
 - `own_threads(server)`: each accepted goal's execute callback runs on a thread of its own (one

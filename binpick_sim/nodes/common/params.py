@@ -1,11 +1,12 @@
 """Declared parameters with descriptions and ranges, checked the same way at start-up and at run time.
 
-Every parameter is declared through `declare`, which records its check (type, range, and any extra
-rule) and puts the range into the descriptor (`FloatingPointRange` / `IntegerRange`), so that
-`ros2 param describe` shows it. One on-set callback per node runs those checks for every value a
-parameter ever gets: the override from the command line or a launch file (rclpy runs the callback when
-a parameter is declared, so a bad one stops start-up with the parameter's name and the reason) and
-every later `ros2 param set`. A value that passes is handed to the parameter's `on_change`, if any.
+Every parameter is declared through `declare`, by its name: its default and range come from
+`config/parameters.py`'s table (the node's `parameter_table` names its part), which puts the range into
+the descriptor (`FloatingPointRange` / `IntegerRange`), so that `ros2 param describe` shows it, and
+records its check (type, range, and any extra rule). One on-set callback per node runs those checks for
+every value a parameter ever gets: the override from the command line or a launch file (rclpy runs the
+callback when a parameter is declared, so a bad one stops start-up with the parameter's name and the
+reason) and every later `ros2 param set`. A value that passes is handed to the parameter's `on_change`.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-MIN_RATE, MAX_RATE = 0.1, 1000.0  # Hz of sim time, for every periodic publisher
+from ...config.parameters import PARAMETERS, NodeParameter, Unset, scene_value
+
+_UNSET_TYPES = {"string_array": Parameter.Type.STRING_ARRAY, "double_array": Parameter.Type.DOUBLE_ARRAY}
 
 
 @dataclass(frozen=True)
@@ -45,18 +48,37 @@ class _Rule:
         return self.check(value) if self.check is not None and value is not None else None
 
 
-def declare(node: Node, name: str, default, description: str, read_only: bool = False,
-            low: float | None = None, high: float | None = None,
+def spec(node: Node, name: str) -> NodeParameter:
+    """The table's entry for one of `node`'s parameters (config/parameters.py, the part `node.parameter_table`)."""
+    return PARAMETERS[node.parameter_table][name]
+
+
+def declare(node: Node, name: str, description: str, read_only: bool = False,
             check: Callable[[object], str | None] | None = None,
-            on_change: Callable[[object], None] | None = None):
+            on_change: Callable[[object], None] | None = None, scene=None, default=None):
     """Declare a parameter and return its value (the override from the command line or launch, if any).
 
-    `low` / `high`: the allowed range (inclusive), shown in the descriptor; `check(value)`: any further
-    rule, returning why a value is wrong or None; `on_change(value)`: called with each accepted run-time
-    value. A `Parameter.Type` as the default declares the type only: the value stays unset (None) until
-    given, which is how an array parameter says "none" (rclpy cannot tell the type of an empty list).
+    Its default and its range (inclusive, shown in the descriptor) are the table's (`spec`); `scene`: the
+    config (or the section) whose value a scene-file parameter starts from; `default`: the value where the
+    table says the node gives it. `check(value)`: any further rule, returning why a value is wrong or None;
+    `on_change(value)`: called with each accepted run-time value. A parameter whose default is Unset has
+    its type only: the value stays unset (None) until given, which is how an array parameter says "none".
     Floats accept integers too (`-p realtime_factor:=0`), as a user typing on a command line expects.
     """
+    entry = spec(node, name)
+    low, high = entry.low, entry.high
+    if entry.given:
+        value = default
+    elif entry.scene_key is not None:
+        value = scene_value(scene, entry.scene_key)
+    elif isinstance(entry.default, Unset):
+        value = _UNSET_TYPES[entry.default.kind]
+    else:
+        value = list(entry.default) if isinstance(entry.default, list) else entry.default
+    return _declare(node, name, value, description, read_only, low, high, check, on_change)
+
+
+def _declare(node: Node, name: str, default, description: str, read_only: bool, low, high, check, on_change):
     rules = _rules(node)
     typed_only = isinstance(default, Parameter.Type)
     kind = None if typed_only else next(t for t in (bool, int, float, str, object) if isinstance(default, t))

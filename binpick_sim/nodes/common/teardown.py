@@ -5,7 +5,7 @@ conditions it created, but not the action servers and clients on it: each holds 
 so the node is not finalized, and with rmw_fastrtps (which ends a context's DDS participant with its
 last node) neither are the participant, its threads and its sockets. They then die whenever Python's
 cyclic garbage collector frees the action objects: at any later allocation, in any thread, inside a
-native teardown that holds the GIL (the start-up hang of 2026-11-25, doc/robustness.md "Robustness suite").
+native teardown that holds the GIL (the start-up hang, doc/robustness.md "Robustness suite").
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import io
 import signal
 import sys
 
-from .interrupt import INTERRUPTED, stop_interrupted  # noqa: F401  (INTERRUPTED: also a public name here)
+from .interrupt import stop_interrupted
 
 _SIGNALLED: list[int] = []  # SIGINTs seen while starting (a C extension may print and swallow the exception)
 

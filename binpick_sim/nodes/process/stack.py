@@ -65,7 +65,7 @@ EXECUTORS = ("events", "single", "multi")
 
 def make_executor(kind: str, context: Context):
     """The executor of the short callbacks: `events` (rclpy's EventsExecutor), `single` or `multi`
-    (a 4-thread MultiThreadedExecutor, this package's executor before 2026-11-23)."""
+    (a 4-thread MultiThreadedExecutor: every callback of the process on one pool, kept for measuring against)."""
     if kind == "events":
         from rclpy.experimental import EventsExecutor
 
@@ -98,20 +98,7 @@ class SimStack:
         self.arm_nodes = [ArmNode(self.sim, self.loop, owner if arm is self.sim.arm else None, arm, **options("arm"),
                                   **arm_namespace(self.world, arm))  # the robot interface drives the first arm
                           for arm in self.sim.arms]
-        self.nodes = [self.world, *self.arm_nodes]
-        if self.world.camera_enabled:
-            self.nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
-                           for name in self.sim.cameras]
-        self.task = None
-        if self.world.task_enabled:
-            self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task"))
-            self.nodes.append(self.task)
-        if self.world.robot_interface:
-            self.nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
-        if self.world.reasoning_enabled:
-            self.nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
-        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
-            self.nodes.append(node)
+        self.nodes = [self.world, *self.arm_nodes, *self._optional_nodes(options)]
         self.context = context or rclpy.get_default_context()
         actions = [arm.actions.server_node for arm in self.arm_nodes if arm.actions is not None]
         self.nodes.extend(actions)  # the action servers live on nodes of their own, for the thread pool
@@ -151,6 +138,24 @@ class SimStack:
         self._wake_slow = waker(next(n for n in self.nodes if n in slow)) if self.slow_executor else None
         self._threads: list[threading.Thread] = []
 
+    def _optional_nodes(self, options: Callable[[str], dict]) -> list[Node]:
+        """The nodes the world's parameters turn on: cameras, task (self.task), robot, reasoning, simulation."""
+        nodes = []
+        if self.world.camera_enabled:
+            nodes += [CameraNode(self.sim, self.loop, name, **options(f"camera_{name}" if name else "camera"))
+                      for name in self.sim.cameras]
+        self.task = None
+        if self.world.task_enabled:
+            self.task = TaskNode(self.sim, self.loop, self.arm_nodes[0], **options("task"))
+            nodes.append(self.task)
+        if self.world.robot_interface:
+            nodes.append(RobotNode(self.sim, self.loop, **options("robot")))
+        if self.world.reasoning_enabled:
+            nodes.append(ReasoningNode(self.sim, self.loop, **options("reasoning")))
+        if self.world.simulation_enabled and (node := simulation_node.create(self.world, **options("simulation"))):
+            nodes.append(node)
+        return nodes
+
     def spin(self) -> None:
         """Serve on this thread until Ctrl-C or shutdown. A Ctrl-C while the threads start (the physics
         thread may be publishing already) stops the stack as cleanly as one later.
@@ -160,7 +165,7 @@ class SimStack:
         EventsExecutor, in the Python it calls while it registers the nodes' entities with rcl: interrupted
         there, it keeps callbacks it no longer tracks, and its destructor aborts the process ("Destroying
         callback manager with callbacks remaining", exit -6 instead of 0; once in 60 Ctrl-Cs sent just
-        after the start, and once in a CI rehearsal). SIGTERM takes that executor's own path and never
+        after the start). SIGTERM takes that executor's own path and never
         raised here."""
         installed, previous = False, None
         try:
@@ -292,7 +297,7 @@ def check_start_parameters(arm_options: dict) -> Node:
     Returns the probe, alive: the caller destroys it once the world node exists. Destroying the
     context's last node tears its whole DDS participant down (rmw_fastrtps counts a participant's
     nodes), in C and holding the GIL; a probe destroyed at once made a participant only to tear it down
-    milliseconds later, at every start (doc/robustness.md, "Robustness suite": the start-up hang of 2026-11-25)."""
+    milliseconds later, at every start, and could hang it (doc/robustness.md, "Robustness suite": the start-up hang)."""
     probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
     try:
         kind = probe.declare_parameter("controller", "none").value

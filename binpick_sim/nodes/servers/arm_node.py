@@ -18,17 +18,17 @@ from std_msgs.msg import Float64MultiArray, UInt64
 from trajectory_msgs.msg import JointTrajectory
 from std_srvs.srv import Trigger
 
-from ...cell.arm import FINGER_LINKS, JOINT_NAMES, check_joint_names
+from ...cell.arm.panda import FINGER_LINKS, JOINT_NAMES, check_joint_names
 from ...config import CONTROLLER_TYPES
 from ...control.controllers import make_controller
 from ...cell.loop import PhysicsLoop
 from ...control.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
-from ...cell.sim import BinPickingSim
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common import convert
 from . import trajectory_actions
 from ..common.diagnostics import BadCommand, NodeDiagnostics, finite_vector
 from ..common.long_requests import SERVICE_QOS
-from ..common.params import MAX_RATE, MIN_RATE, declare
+from ..common.params import declare
 from .trajectory_actions import TrajectoryActions
 
 POSITION_TOPIC = "arm/position_commands"
@@ -40,6 +40,8 @@ CONTROLLER_TOPIC = "arm/controller_commands"
 
 
 class ArmNode(Node):
+    parameter_table = "arm"  # config/parameters.py (with trajectory_actions.py's)
+
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, owner: str | None = None, arm=None,
                  cell_namespace: str | None = None, **kwargs):
         """`owner`: who else drives the arm (the robot interface); then every command here is refused.
@@ -52,11 +54,10 @@ class ArmNode(Node):
         self.sim, self.arm, self.loop, self.owner = sim, arm or sim.arm, loop, owner
         self.joint_names = sim.joint_names(self.arm)
         self.joint_prefix = self.joint_names[0].removesuffix(JOINT_NAMES[0])
-        rate = declare(self, "publish_rate", 100.0, "Rate of joint_states, arm/ee_pose and the finger wrenches, "
-                       "in Hz of sim time.", read_only=True, low=MIN_RATE, high=MAX_RATE)
-        self.velocity_timeout = declare(self, "velocity_timeout", 0.5,
-                                        "Sim seconds a velocity command lasts; then the arm holds its position "
-                                        "(0 = until the next command).", read_only=True, low=0.0, high=3600.0)
+        rate = declare(self, "publish_rate", "Rate of joint_states, arm/ee_pose and the finger wrenches, "
+                       "in Hz of sim time.", read_only=True)
+        self.velocity_timeout = declare(self, "velocity_timeout", "Sim seconds a velocity command lasts; then the arm holds its position "
+                                        "(0 = until the next command).", read_only=True)
         self.last_velocity_command: float | None = None
 
         self.joint_states_publisher = self.create_publisher(JointState, "joint_states", 10)
@@ -75,15 +76,15 @@ class ArmNode(Node):
         self.create_service(Trigger, "arm/close_gripper", self.trigger(lambda: self.arm.set_gripper(False), "closing"),
                             qos_profile=SERVICE_QOS)
         self.create_service(Trigger, "arm/home", self.trigger(self.go_home, "moving home"), qos_profile=SERVICE_QOS)
-        controller = declare(self, "controller_name", "panda_arm_controller", "Name under which the "
+        controller = declare(self, "controller_name", "Name under which the "
                              "FollowJointTrajectory action is served (<name>/follow_joint_trajectory), where "
                              "control_msgs is installed.", read_only=True, check=action_name_problem)
-        gripper = declare(self, "gripper_controller_name", "panda_hand_controller", "Name under which the "
+        gripper = declare(self, "gripper_controller_name", "Name under which the "
                           "GripperCommand action is served (<name>/gripper_cmd), where control_msgs is installed.",
                           read_only=True, check=action_name_problem)
-        kind = declare(self, "controller", sim.config.controller.type, "Torque-level controller served on "
+        kind = declare(self, "controller", "Torque-level controller served on "
                        "arm/controller_commands: none, joint_position, joint_velocity, joint_torque, osc or ik "
-                       "(default: the scene file's controller.type).", read_only=True,
+                       "(default: the scene file's controller.type).", read_only=True, scene=sim.config,
                        check=lambda v: None if v in CONTROLLER_TYPES else f"needs one of {', '.join(CONTROLLER_TYPES)}")
         self.torque_controller = None if kind == "none" else loop.run(make_controller, self.arm, kind,
                                                                       sim.config.controller.options)
@@ -103,7 +104,12 @@ class ArmNode(Node):
         self.loop.every(1.0 / rate, self.publish_state)
         self.loop.every(1.0 / rate, self.expire_velocity, wall_cap=False)  # in sim time, however fast
         self.loop.when_settled(self.publish_state)
-        serve = declare(self, "trajectory_actions", True, "Serve FollowJointTrajectory and GripperCommand under "
+        self.serve_actions(controller, gripper)
+
+    def serve_actions(self, controller: str, gripper: str) -> None:
+        """FollowJointTrajectory and GripperCommand under the two names, where control_msgs is installed and
+        ros2_control's controllers do not serve them."""
+        serve = declare(self, "trajectory_actions", "Serve FollowJointTrajectory and GripperCommand under "
                         "controller_name / gripper_controller_name (where control_msgs is installed); false when "
                         "ros2_control's controllers of those names serve them (sim.launch.py ros2_control:=true).",
                         read_only=True)

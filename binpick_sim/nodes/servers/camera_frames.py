@@ -30,7 +30,7 @@ import time
 from multiprocessing.connection import wait as wait_for_any
 from typing import Callable
 
-from ...cell.render_worker import FrameFailed, RenderedFrame, RenderWorkers, SceneState, WorkerGone
+from ...cell.render_process.worker import FrameFailed, RenderedFrame, RenderWorkers, SceneState, WorkerGone
 
 MAX_RESTARTS = 3  # in a row without a frame: a worker that cannot start at all is not tried for ever
 RELEASE_AFTER = 3.0  # wall seconds unwatched before the worker is stopped and memory handed back

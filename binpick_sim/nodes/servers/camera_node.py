@@ -16,36 +16,31 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
 from ...cell.vision.camera import organised_cloud
 from ...cell.vision.labels import label_image
-from ...cell.render_worker import RenderedFrame, RenderWorker, RenderWorkers, capture
-from ...config import BOUNDS, CameraConfig, checked_value
+from ...cell.render_process.worker import RenderedFrame, RenderWorker, RenderWorkers, capture
+from ...config import CameraConfig, checked_value
 from ...description import cell_description
 from ...cell.loop import PhysicsLoop
-from ...cell.sim import BinPickingSim
-from ..common import convert
-from ..common import dds
+from ...cell.bin_picking_sim import BinPickingSim
+from ..common import convert, dds
 from ..common.diagnostics import NodeDiagnostics
-from ...cell.heap import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
-from ..common.params import MAX_RATE, MIN_RATE, declare, group
+from ...cell.rendering.frame_memory import KEEP_FROM, give_back_freed_memory, keep_frame_buffers
+from ..common.params import declare, group
 from .camera_frames import FrameThread
 
 TIMED = 100  # worker frames whose timings /diagnostics summarises
-MAX_RENDER_WORKERS = 8  # the `render_workers` parameter's bound: each is a process with a copy of the cell
-# Two at most by default: a second worker is started only where one falls behind the camera's rate (camera_frames),
-# and on 2 cores it took egl 640x480 frames from 0.81-0.92 to 1.19-1.28 of the raw call's rate (doc/benchmarks.md).
-DEFAULT_RENDER_WORKERS = 2
 FRAME_DEPTH = 5  # the frame topics' history: a subscriber with the same depth loses no frame it is slow to take
 
 
 class CameraNode(Node):
     """One camera of sim.cameras: node `camera` and topics `camera/...` for the scene file's `camera:`, node
     `camera_<name>` and topics `camera/<name>/...` for a named one of `cameras:`."""
+    parameter_table = "camera"  # config/parameters.py
 
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, name: str = "", **kwargs):
         super().__init__(f"camera_{name}" if name else "camera", **kwargs)
         self.sim, self.camera, self.name, self.loop = sim, sim.cameras[name], name, loop
         self.frame_id = self.camera.optical_frame
-        rate = declare(self, "rate", 10.0, "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True,
-                       low=MIN_RATE, high=MAX_RATE)
+        rate = declare(self, "rate", "Frame rate in Hz of sim time (while anyone subscribes).", read_only=True)
         self.prefix = f"camera/{name}" if name else "camera"
         self._renew = False  # the frame thread asks the physics thread to make the frame publishers anew
         self.make_publishers()
@@ -74,18 +69,17 @@ class CameraNode(Node):
                                                            "render_errors": self._thread_count("errors"),
                                                            "dds_profile": dds.profile_in_use()})
         self.get_logger().info(f"{self.camera.width}x{self.camera.height} frames rendered by {renderer}")
-        render_process = declare(self, "render_process", True, "Render in a process of its own from a mirror of "
+        render_process = declare(self, "render_process", "Render in a process of its own from a mirror of "
                                  "the scene, so that frames do not stall physics (not in lock-step, where each "
                                  "observation carries its frame, nor with the GUI).", read_only=True)
         # The worker starts when the camera is first watched: a process and a second copy of the cell
         # cost a second or two of CPU and 150-250 MB, which a stack nobody watches the camera of never pays.
         self.use_worker = render_process and sim.world.renderer.name != "gui" and not loop.lockstep
-        self.render_workers = declare(self, "render_workers", DEFAULT_RENDER_WORKERS, "Render worker processes "
+        self.render_workers = declare(self, "render_workers", "Render worker processes "
                                       "drawing frames in turn, at most (with render_process): one is started, and "
                                       "one more each time they fall behind the rate. A frame is drawn on one "
                                       "thread, so two or more raise the frame rate where cores are free, each with "
-                                      "a copy of the cell (150-250 MB).", read_only=True, low=1,
-                                      high=MAX_RENDER_WORKERS)
+                                      "a copy of the cell (150-250 MB).", read_only=True)
         loop.every(1.0 / rate, self.publish_frame)
         loop.when_settled(self.publish_frame)
 
@@ -106,14 +100,10 @@ class CameraNode(Node):
             "aspect": "The view's width / height, 0 for width / height (square pixels); another value draws that "
                       "view on the width x height grid (an observation at its own size; fx != fy in K).",
         }
-        bounds = ("width", "height", "fov_deg", "near", "far", "aspect")
         values = {}
         for name, text in texts.items():
-            default = getattr(config, name)
-            default = [float(v) for v in default] if isinstance(default, tuple) else default
-            low, high = BOUNDS[("CameraConfig", name)] if name in bounds else (None, None)
-            value = declare(self, name, default, text + " Settable at run time.", low=low, high=high,
-                            check=self._camera_problem(name))
+            value = declare(self, name, text + " Settable at run time.", check=self._camera_problem(name),
+                            scene=config)
             values[name] = _plain(value)
         group(self, texts, self._camera_change_problem, self._apply_camera_change)
         changed = {name: value for name, value in values.items() if value != getattr(config, name)}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from ...cell import frames
+from ...cell import tf_frames
 from ...description import cell_description
 from ...semantics import load_semantic_description
 from ..common import convert
@@ -68,11 +68,11 @@ class DescriptionTopics:
         if not self.tf:
             return
         now = self.sim.world.time
-        static = [] if self.state_publisher else frames.cell_frames(self.sim, bases=not self.publish_robot_tf)
+        static = [] if self.state_publisher else tf_frames.cell_frames(self.sim, bases=not self.publish_robot_tf)
         if static and static != self.static_sent:
             self.static_publisher.publish(self.message(static, now))
             self.static_sent = static
-        moving = frames.object_frames(self.sim) + (frames.robot_frames(self.sim) if self.publish_robot_tf else [])
+        moving = tf_frames.object_frames(self.sim) + (tf_frames.robot_frames(self.sim) if self.publish_robot_tf else [])
         if moving and self.tf_publisher.get_subscription_count():
             self.tf_publisher.publish(self.message(moving, now))
 

@@ -27,8 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...cell import shapes
-from ...cell.meshes import obj_mesh
+from ...cell.objects import shapes
+from ...cell.objects.meshes import obj_mesh
 from ..common import convert
 
 MOVED, TURNED = 0.002, 0.02  # metres, radians an object must move to be sent again

@@ -9,18 +9,16 @@ import math
 import numpy as np
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
 from ...cell.loop import PhysicsLoop
 from ...reasoning import CameraView, Reasoner
-from ...cell.render_worker import VisibilityAnswer, VisibilityRequest
-from ...cell.sim import BinPickingSim
+from ...cell.render_process.worker import VisibilityAnswer, VisibilityRequest
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import SERVICE_QOS
 from ..common.params import declare
 
-MIN_RENDER, MAX_RENDER = 8, 640  # px per side of visible/occluding's masks
 # A visible/occluding query renders at most (objects + 1) masks (objects whose footprints cannot overlap
 # share one) in the reasoner's render worker, while the physics goes on and the caller waits: at most
 # 5 million pixels (16 objects at 640 x 480; seconds with EGL on llvmpipe), well inside the worker's timeout.
@@ -30,35 +28,34 @@ QUERIES = ("stable", "contact", "visible", "occluding", "reachable", "blocking",
 
 
 class ReasoningNode(Node):
+    parameter_table = "reasoning"  # config/parameters.py
+
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
         super().__init__("reasoning", **kwargs)
         self.sim, self.loop = sim, loop
         self.reasoner = loop.run(Reasoner, sim)
         checked = lambda name: (lambda value: parameter_problem(name, value))  # noqa: E731
-        declare(self, "objects", Parameter.Type.STRING_ARRAY, "Objects the per-object queries answer for "
+        declare(self, "objects", "Objects the per-object queries answer for "
                 "(unset: all of them).", check=checked("objects"))
-        declare(self, "use_camera_pose", True, "visible/occluding look from the camera's camera_optical_frame; "
+        declare(self, "use_camera_pose", "visible/occluding look from the camera's camera_optical_frame; "
                 "false: from camera_position / camera_orientation.")
-        declare(self, "camera_position", [0.0, 0.0, 1.0], "Eye position in world [m] when use_camera_pose is false.",
+        declare(self, "camera_position", "Eye position in world [m] when use_camera_pose is false.",
                 check=checked("camera_position"))
-        declare(self, "camera_orientation", [0.0, 0.0, 0.0, 1.0], "Eye orientation in world (quaternion xyzw) "
+        declare(self, "camera_orientation", "Eye orientation in world (quaternion xyzw) "
                 "when use_camera_pose is false.", check=checked("camera_orientation"))
-        declare(self, "front_axis", [0.0, 0.0, 1.0], "The eye frame's axis it looks along (z for an optical frame).",
+        declare(self, "front_axis", "The eye frame's axis it looks along (z for an optical frame).",
                 check=checked("front_axis"))
-        declare(self, "visible_threshold", 0.8, "visible: share of an object's own pixels that must be seen.",
-                low=0.0, high=1.0, check=checked("visible_threshold"))
-        declare(self, "render_width", 320, "Image width for visible/occluding [px].", low=MIN_RENDER, high=MAX_RENDER)
-        declare(self, "render_height", 240, "Image height for visible/occluding [px].", low=MIN_RENDER,
-                high=MAX_RENDER)
-        declare(self, "gripper_link", "panda_grasptarget", "Link that reachable/blocking put at the target.",
+        declare(self, "visible_threshold", "visible: share of an object's own pixels that must be seen.", check=checked("visible_threshold"))
+        declare(self, "render_width", "Image width for visible/occluding [px].")
+        declare(self, "render_height", "Image height for visible/occluding [px].")
+        declare(self, "gripper_link", "Link that reachable/blocking put at the target.",
                 check=self.link_problem)
-        declare(self, "reach_threshold", 0.001, "reachable: largest distance left between link and target [m].",
-                low=0.0, high=10.0, check=checked("reach_threshold"))
-        declare(self, "top_down", True, "reachable/blocking: the gripper points down (false: position only, "
+        declare(self, "reach_threshold", "reachable: largest distance left between link and target [m].", check=checked("reach_threshold"))
+        declare(self, "top_down", "reachable/blocking: the gripper points down (false: position only, "
                 "as PyCRAM).")
-        declare(self, "arm", "", "reachable/blocking: the arm to use, by its name in the scene file's arms "
+        declare(self, "arm", "reachable/blocking: the arm to use, by its name in the scene file's arms "
                 "(empty: the first).", check=self.arm_problem)
-        declare(self, "positions", Parameter.Type.DOUBLE_ARRAY, "Extra points for reachable, x y z after x y z "
+        declare(self, "positions", "Extra points for reachable, x y z after x y z "
                 f"in world [m] (unset: none; at most {MAX_POSITIONS} points).", check=checked("positions"))
         self.answered, self.failed = 0, 0
         self.diagnostics = NodeDiagnostics(self, lambda: self.sim.world.time, values=lambda: {

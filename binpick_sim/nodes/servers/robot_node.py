@@ -1,4 +1,4 @@
-"""The `robot` node: the time-indexed interface of seeds 002/003 over ROS, standard types only.
+"""The `robot` node: the time-indexed robot interface (TriFinger's robot_interfaces) over ROS, standard types only.
 
     robot/desired_actions  in   std_msgs/Float64MultiArray  [request id, torque x9, position x9, kp x9, kd x9]
     robot/accepted         out  std_msgs/Int64MultiArray    [request id, t]  (t = -1 rejected, -2 robot in error)
@@ -9,7 +9,7 @@ message of more than MAX_ACTION_BYTES serialized, refused by its size before it 
     robot/steps            out  std_msgs/Float64MultiArray  one per time index (layout in STEP_LAYOUT)
     robot/error            out  std_msgs/String (transient local)  the error message, once in error
 
-With `camera_rate` > 0 (seed 003's camera observations), each camera frame the backend records:
+With `camera_rate` > 0 (camera observations by time index), each camera frame the backend records:
     robot/camera/image_raw         out  sensor_msgs/Image (rgb8)   stamped with the frame's sim time
     robot/camera/depth/image_raw   out  sensor_msgs/Image (32FC1)  the same stamp
     robot/camera/frames            out  std_msgs/Float64MultiArray [t, timestamp_ms, stamp sec, stamp nanosec, K x9]
@@ -25,14 +25,12 @@ from std_msgs.msg import Float64MultiArray, Int64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
 from ...control.robot_interface import N, Action, RobotBackend
-from ...cell.sim import BinPickingSim
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common.diagnostics import NodeDiagnostics
 from ..common import convert
-from ..common.params import MAX_RATE, declare
-from ..common.wire import (ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED,  # noqa: F401
-                           STEP_LAYOUT, STEPS_QOS)  # (F401: the layouts' old home, still importable from here)
+from ..common.params import declare
+from ..common.wire import ACTION_SIZE, CAMERA_QOS, CAMERA_TOPICS, IN_ERROR, REJECTED, STEPS_QOS
 
-MAX_REPETITIONS = 10 ** 9  # about 11 days at 1 kHz
 NO_ID = -1  # the id answered when the request's own cannot be echoed
 MAX_REQUEST_ID = 2 ** 53
 # Fast DDS (as rmw_fastrtps sets it up) keeps a payload per slot of a subscription's queue, each as large as
@@ -43,11 +41,13 @@ MAX_ACTION_BYTES = 4096
 
 
 class RobotNode(Node):
+    parameter_table = "robot"  # config/parameters.py
+
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, **kwargs):
         super().__init__("robot", **kwargs)
-        repetitions = declare(self, "max_action_repetitions", 0, "Steps without a new action before the robot "
-                              "goes into error (0: never).", read_only=True, low=0, high=MAX_REPETITIONS)
-        gravity = declare(self, "gravity_compensation", True, "Add the torques that hold the arm up below the "
+        repetitions = declare(self, "max_action_repetitions", "Steps without a new action before the robot "
+                              "goes into error (0: never).", read_only=True)
+        gravity = declare(self, "gravity_compensation", "Add the torques that hold the arm up below the "
                           "interface, as the Panda's own controller does.", read_only=True)
         self.backend = RobotBackend(sim.arm, loop, repetitions, gravity)
         self.sim = sim
@@ -64,9 +64,9 @@ class RobotNode(Node):
                                                            "time_epoch": self.backend.time_epoch})
         self.backend.on_step.append(self.publish_step)
         self.error_sent = False
-        camera_rate = declare(self, "camera_rate", 0.0, "Frames per second of sim time of the scene's camera "
+        camera_rate = declare(self, "camera_rate", "Frames per second of sim time of the scene's camera "
                               "on robot/camera/* for get_camera_observation (at most: drawn in a render worker "
-                              "while the robot runs on); 0: none.", read_only=True, low=0.0, high=MAX_RATE)
+                              "while the robot runs on); 0: none.", read_only=True)
         self.camera_series = None
         if camera_rate > 0:
             self.add_camera(sim, camera_rate)

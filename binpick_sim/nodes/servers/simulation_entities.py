@@ -2,7 +2,7 @@
 and deleting, named poses and spawnables (simulation_interfaces' entity half).
 
 A mixin of SimulationNode (simulation_node.py): each handler turns the standard's messages into a call on
-the core's `Entities` (cell/entities.py), run on the physics thread, and back; kept apart from the node's
+the core's `Entities` (cell/entities/registry.py), run on the physics thread, and back; kept apart from the node's
 state and stepping (simulation_steps.py), which share nothing with it but the plumbing.
 """
 from __future__ import annotations
@@ -12,8 +12,9 @@ from geometry_msgs.msg import Accel, Twist, Vector3
 from rclpy.exceptions import InvalidNamespaceException
 from rclpy.validate_namespace import validate_namespace
 
-from ...cell import entities as core
-from ...cell.entities import EntityError, State
+from ...cell.entities import registry as core
+from ...cell.entities.registry import State
+from ...cell.entities.errors import OPERATION_FAILED, EntityError
 from ..common import convert
 
 
@@ -37,16 +38,16 @@ class EntityServices:
         sphere = box = None
         if bounds.type == b.TYPE_SPHERE:
             if len(points) != 2:
-                raise EntityError(core.OPERATION_FAILED, "a sphere is two points: centre, then (radius, 0, 0)")
+                raise EntityError(OPERATION_FAILED, "a sphere is two points: centre, then (radius, 0, 0)")
             sphere = (points[0], points[1][0])
         elif bounds.type == b.TYPE_BOX:
             if len(points) != 2:
-                raise EntityError(core.OPERATION_FAILED, "a box is two points: opposite corners")
+                raise EntityError(OPERATION_FAILED, "a box is two points: opposite corners")
             box = points
         elif bounds.type == b.TYPE_CONVEX_HULL:
             raise EntityError("feature_unsupported", "convex hull bounds are not supported (sphere and box are)")
         elif bounds.type != b.TYPE_EMPTY:
-            raise EntityError(core.OPERATION_FAILED, f"unknown bounds type {bounds.type}")
+            raise EntityError(OPERATION_FAILED, f"unknown bounds type {bounds.type}")
         names = {v: k for k, v in self.categories.items()}
         categories = {names.get(c.category, "none") for c in filters.categories}
         tags = filters.tags

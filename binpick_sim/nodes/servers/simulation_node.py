@@ -20,16 +20,16 @@ from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import NameValidationException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.validate_full_topic_name import validate_full_topic_name
 
-from ...cell import entities as core
-from ...cell.entities import Entities, EntityError
+from ...cell.entities import registry as core
+from ...cell.entities.registry import Entities
+from ...cell.entities.errors import EntityError
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import ACTION_QOS, SERVICE_QOS, Deferred, own_threads, serve_deferred
 from ..common.params import declare
 from .simulation_entities import EntityServices
-from .simulation_steps import CANCEL_POLL, FEEDBACK_LEAD, SCOPE_BITS, SimulationSteps  # noqa: F401
+from .simulation_steps import SimulationSteps
 
 
 def available() -> bool:
@@ -53,6 +53,7 @@ class SimulationNode(SimulationSteps, EntityServices, Node):
     """The node: its services and action set up, the plumbing every handler shares (result codes, counting,
     running on the physics thread); the handlers themselves are the mixins' (simulation_steps.py,
     simulation_entities.py)."""
+    parameter_table = "simulation"  # config/parameters.py
 
     def __init__(self, world_node, **kwargs):
         from simulation_interfaces import action, msg, srv
@@ -60,10 +61,10 @@ class SimulationNode(SimulationSteps, EntityServices, Node):
         super().__init__("simulation", **kwargs)
         self.msg, self.srv = msg, srv
         self.world_node, self.sim, self.loop = world_node, world_node.sim, world_node.loop
-        prefix = declare(self, "prefix", "", "Namespace the standard's services and action are served under "
+        prefix = declare(self, "prefix", "Namespace the standard's services and action are served under "
                          "(empty: none, so get_simulator_features etc. as the standard's examples use).",
                          read_only=True).strip("/")
-        self.max_steps = declare(self, "max_steps", 100000, "Most physics steps one StepSimulation or "
+        self.max_steps = declare(self, "max_steps", "Most physics steps one StepSimulation or "
                                  "SimulateSteps request may ask for; more is refused.", read_only=True)
         try:
             validate_full_topic_name(f"/{prefix}/get_simulator_features" if prefix else "/get_simulator_features")
@@ -71,7 +72,7 @@ class SimulationNode(SimulationSteps, EntityServices, Node):
             raise ValueError(f"parameter prefix: {prefix!r} is not a valid namespace ({str(exc).splitlines()[0]})") from None
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
-        folders = declare(self, "spawnable_folders", Parameter.Type.STRING_ARRAY, "Absolute folders whose URDFs "
+        folders = declare(self, "spawnable_folders", "Absolute folders whose URDFs "
                           "(and meshes) spawn_entity may read and get_spawnables may list, besides the package's "
                           "own (pybullet_data) and package:// URIs; any other path is refused.", read_only=True)
         try:

@@ -20,33 +20,33 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
 
 from ...cell.loop import PhysicsLoop
-from ...cell.sim import BinPickingSim
-from ...picking.privileged import privileged_state
+from ...cell.bin_picking_sim import BinPickingSim
+from ...picking.privileged_state import privileged_state
 from ...picking.task import PickTask
 from ..common.diagnostics import BadCommand, NodeDiagnostics
-from ..common.params import MAX_RATE, MIN_RATE, declare
+from ...config import MAX_STEP_REQUEST
+from ..common.params import declare
 from ..common.step_channel import request_values
-from ..common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC, UNTIL_REACHED  # (also importable from here)
+from ..common.wire import OBSERVATION_TOPIC, STEP_COMMANDS, STEP_TOPIC, UNTIL_REACHED
 
-MAX_STEPS = 100_000  # physics steps one request may ask for
 
 
 class TaskNode(Node):
+    parameter_table = "task"  # config/parameters.py
+
     def __init__(self, sim: BinPickingSim, loop: PhysicsLoop, arm=None, **kwargs):
         """`arm`: the arm node, whose command checks task/step's commands go through (None: no task/step)."""
         super().__init__("task", **kwargs)
         self.sim, self.loop, self.arm = sim, loop, arm
-        rate = declare(self, "rate", 10.0, "Hz of sim time at which the task is evaluated when not in lock-step.",
-                       read_only=True, low=MIN_RATE, high=MAX_RATE)
+        rate = declare(self, "rate", "Hz of sim time at which the task is evaluated when not in lock-step.",
+                       read_only=True)
         # Reading every object's pose, velocity and size costs each lock-step reply; only a client that
         # learns from them (privileged observations, dense rewards) asks for them.
-        self.privileged = declare(self, "privileged", False,
-                                  "task/observation carries `privileged` (the objects' and bins' state).",
+        self.privileged = declare(self, "privileged", "task/observation carries `privileged` (the objects' and bins' state).",
                                   on_change=self._flag("privileged"))
         # The objects' list (name, pose, shape of each) is a quarter of a lock-step reply's work; the gym
         # envs' ROS backend turns it off until a caller asks for object_views().
-        self.objects = declare(self, "objects", True,
-                               "task/observation carries `objects` (each object's name, pose and shape).",
+        self.objects = declare(self, "objects", "task/observation carries `objects` (each object's name, pose and shape).",
                                on_change=self._flag("objects"))
         self.task = PickTask(sim, sim.config.task)
         self.episode = sim.scene.episode
@@ -87,9 +87,9 @@ class TaskNode(Node):
             if len(data) < 3 or not all(map(_is_integer, data[:3])):
                 raise BadCommand("expected [request id, command, steps, values...] with integers first")
             request, code, steps = (int(v) for v in data[:3])
-            if not 0 <= code < len(STEP_COMMANDS) or not 0 <= steps <= MAX_STEPS:
+            if not 0 <= code < len(STEP_COMMANDS) or not 0 <= steps <= MAX_STEP_REQUEST:
                 raise BadCommand(f"command must be 0..{len(STEP_COMMANDS) - 1} ({', '.join(STEP_COMMANDS)}) "
-                                 f"and steps 0..{MAX_STEPS}, got {code} and {steps}")
+                                 f"and steps 0..{MAX_STEP_REQUEST}, got {code} and {steps}")
         except BadCommand as exc:
             self.diagnostics.reject(STEP_TOPIC if reply is None else "step channel", str(exc))
             return

@@ -27,7 +27,7 @@ from rclpy.action.server import GoalEvent
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from ...cell.arm import ARM_JOINT_NAMES
+from ...cell.arm.panda import ARM_JOINT_NAMES
 from ...control.trajectory import (GOAL_TOLERANCE_VIOLATED, PATH_TOLERANCE_VIOLATED, SUCCEEDED, BadTrajectory,
                                    Tolerances, Trajectory, TrajectoryFollower)
 from ..common import convert
@@ -49,27 +49,26 @@ def available() -> bool:
 
 def declare_parameters(node) -> None:
     """The controllers' parameters on the arm node, named as JTC's and GripperActionController's."""
-    declare(node, "allow_partial_joints_goal", False, "Accept FollowJointTrajectory goals that name only some of "
+    declare(node, "allow_partial_joints_goal", "Accept FollowJointTrajectory goals that name only some of "
             "the arm's joints (the others hold), as JTC's parameter of that name.")
-    declare(node, "allow_nonzero_velocity_at_trajectory_end", False, "Accept FollowJointTrajectory goals whose "
+    declare(node, "allow_nonzero_velocity_at_trajectory_end", "Accept FollowJointTrajectory goals whose "
             "last point has a non-zero velocity, as JTC's parameter of that name.")
-    declare(node, "constraints.goal_time", 1.0, "Sim seconds after a goal's end within which the joints must be "
+    declare(node, "constraints.goal_time", "Sim seconds after a goal's end within which the joints must be "
             "within the goal tolerance, unless the goal gives its goal_time_tolerance (0 = as long as it takes, "
-            "JTC's default).", low=0.0, high=3600.0)
-    declare(node, "constraints.stopped_velocity_tolerance", 0.01, "Goal velocity tolerance [rad/s]: the joints "
-            "count as arrived only below it (0 = not checked).", low=0.0, high=100.0)
-    declare(node, "constraints.goal", 0.02, "Default goal position tolerance of every arm joint [rad] "
-            "(0 = not checked).", low=0.0, high=10.0)
-    declare(node, "constraints.trajectory", 0.0, "Default path position tolerance of every arm joint [rad] "
-            "while a goal runs (0 = not checked, JTC's default).", low=0.0, high=10.0)
-    declare(node, "gripper.goal_tolerance", 0.002, "GripperCommand: within this of the target [m] the goal is "
-            "reached.", low=0.0, high=0.04)
-    declare(node, "gripper.allow_stalling", True, "GripperCommand: a gripper stopped short of its target (on an "
+            "JTC's default).")
+    declare(node, "constraints.stopped_velocity_tolerance", "Goal velocity tolerance [rad/s]: the joints "
+            "count as arrived only below it (0 = not checked).")
+    declare(node, "constraints.goal", "Default goal position tolerance of every arm joint [rad] "
+            "(0 = not checked).")
+    declare(node, "constraints.trajectory", "Default path position tolerance of every arm joint [rad] "
+            "while a goal runs (0 = not checked, JTC's default).")
+    declare(node, "gripper.goal_tolerance", "GripperCommand: within this of the target [m] the goal is "
+            "reached.")
+    declare(node, "gripper.allow_stalling", "GripperCommand: a gripper stopped short of its target (on an "
             "object) succeeds with stalled=true; false: it aborts.")
-    declare(node, "gripper.stall_velocity_threshold", 0.001, "GripperCommand: finger speed [m/s] below which the "
-            "gripper counts as not moving.", low=0.0, high=1.0)
-    declare(node, "gripper.stall_timeout", 1.0, "GripperCommand: sim seconds without moving that make a stall.",
-            low=0.0, high=60.0)
+    declare(node, "gripper.stall_velocity_threshold", "GripperCommand: finger speed [m/s] below which the "
+            "gripper counts as not moving.")
+    declare(node, "gripper.stall_timeout", "GripperCommand: sim seconds without moving that make a stall.")
 
 
 class TrajectoryActions:

@@ -7,33 +7,22 @@ from std_msgs.msg import UInt32
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ...cell import sanity
-from ...cell.bin_shake import MAX_AMPLITUDE, MAX_DURATION, MAX_FREQUENCY
-from ...config import load_config, with_changes
+from ...cell import finite_world
+from ...config import MAX_STEP_REQUEST, MIN_REALTIME_FACTOR, load_config, realtime_factor_problem, with_changes
 from ...cell.loop import PhysicsLoop
 from ...paths import default_config
-from ...cell.shapes import Geometry
-from ...cell.rendering import RENDERERS
-from ...cell.sim import BinPickingSim
+from ...cell.objects.shapes import Geometry
+from ...cell.rendering.renderers import RENDERERS
+from ...cell.bin_picking_sim import BinPickingSim
 from ..common import convert
 from ..common.diagnostics import NodeDiagnostics
 from ..common.long_requests import SERVICE_QOS
-from ..common.params import MAX_RATE, MIN_RATE, declare
+from ..common.params import declare
 from ..common.sim_clock import steady_timer
 from . import planning_scene
 from .description_topics import DescriptionTopics
 
 DUPLICATE_CHECK_PERIOD = 2.0  # wall seconds between two looks for another stack in this namespace
-MAX_STEP_REQUEST = 100_000  # physics steps one world/step may ask for (7 sim minutes at 240 Hz); 2**32-1 was 30 days
-MAX_SEED = 2 ** 63 - 1  # numpy's generators take any seed >= 0; a ROS integer parameter holds int64
-MIN_REALTIME_FACTOR, MAX_REALTIME_FACTOR = 0.01, 1000.0  # below 0.01 a step waits minutes; 1e-300 overflowed
-MIN_PHYSICS_RATE, MAX_PHYSICS_RATE = 10.0, 10000.0  # Hz
-
-
-def realtime_factor_problem(value: float) -> str | None:
-    if 0 < value < MIN_REALTIME_FACTOR:
-        return f"needs 0 (as fast as possible) or at least {MIN_REALTIME_FACTOR:g}, got {value!r}"
-    return None
 
 
 def renderer_problem(value) -> str | None:
@@ -41,73 +30,90 @@ def renderer_problem(value) -> str | None:
 
 
 class WorldNode(Node):
+    parameter_table = "world"  # config/parameters.py: the defaults and ranges of this node's parameters
+
     def __init__(self, **kwargs):
         super().__init__("world", **kwargs)
-        path = declare(self, "config", str(default_config()), "Scene file (YAML) the simulation is built from.",
-                       read_only=True)
+        path = declare(self, "config", "Scene file (YAML) the simulation is built from.", read_only=True,
+                       default=str(default_config()))
         self.config = load_config(path)
-        sim_config = self.config.simulation
-        self.seed = declare(self, "seed", sim_config.seed,
-                            "Seed of the next world/reset; setting it makes that reset repeat an episode.",
-                            low=0, high=MAX_SEED, on_change=self.set_seed)
-        # the seed of the next reset, boxed: a new box per set, so a reset clears only the one it read
-        self.pending_seed: tuple[int] | None = (self.seed,)
-        realtime_factor = declare(self, "realtime_factor", sim_config.realtime_factor,
-                                  "Sim seconds per wall second; 0 runs as fast as possible, otherwise at least "
-                                  f"{MIN_REALTIME_FACTOR:g}.", low=0.0, high=MAX_REALTIME_FACTOR,
-                                  check=realtime_factor_problem, on_change=self.set_realtime_factor)
-        gui = declare(self, "gui", sim_config.gui, "Open PyBullet's GUI window (needs a display).", read_only=True)
-        renderer = declare(self, "renderer", sim_config.renderer, "Camera renderer: auto, tiny, egl or gui (doc/cameras.md: "
-                           "Renderers); the scene file's simulation.renderer unless set.", read_only=True,
-                           check=renderer_problem)
-        self.config = with_changes(self.config, simulation={"renderer": renderer})
-        objects_rate = declare(self, "objects_rate", 10.0, "Rate of world/objects in Hz of sim time.",
-                               read_only=True, low=MIN_RATE, high=MAX_RATE)
-        self.camera_enabled = declare(self, "camera", True, "Start the camera node in this process.",
-                                      read_only=True)
-        self.task_enabled = declare(self, "task", False, "Start the task node (grabs, collisions, reward) in "
-                                    "this process.", read_only=True)
-        self.reasoning_enabled = declare(self, "reasoning", False, "Start the reasoning node (scene queries "
-                                         "under reasoning/) in this process.", read_only=True)
-        self.simulation_enabled = declare(self, "simulation_interfaces", True, "Start the simulation node (the "
-                                          "ROS 2 simulation_interfaces standard) where that package is installed.",
-                                          read_only=True)
-        lockstep = declare(self, "lockstep", False, "Step only when asked on world/step, publishing one "
-                           "observation after each request (for the gym envs).", read_only=True)
-        self.exit_with_parent = declare(self, "exit_with_parent", True, "Stop the sim process when the process "
-                                        "that started it (launch, a gym env, a shell) is gone.", read_only=True)
-        self.executor_kind = declare(self, "executor", "events", "Executor of the process's short callbacks: events "
-                                     "(rclpy's EventsExecutor), single (SingleThreadedExecutor) or multi (4 "
-                                     "threads); for measuring, see doc/how-it-is-built.md's Executor section.", read_only=True)
-        self.keep_object_type = declare(self, "keep_object_type", False,
-                                        "Refill the pick bin with the same object type at the next world/reset.",
-                                        on_change=self.set_keep_object_type)
-        self.reset_id = declare(self, "reset_id", 0, "Id of the next world/reset, for a client that may send it "
-                                "again (0: none): while reset_id is still the id of the last reset done, a "
-                                "world/reset answers as that one did and resets nothing. Set a new id before "
-                                "each reset.", low=0, high=MAX_SEED, on_change=self.set_reset_id)
-        self.last_reset: tuple[int, str] = (0, "")  # (reset_id, reply) of the last reset done (reset_once)
-
-        self.robot_interface = declare(self, "robot_interface", False, "Serve the time-indexed robot interface "
-                                       "(robot/...): the arm under torque control, one time index per physics "
-                                       "step, idle until the first action.", read_only=True)
-        rate = declare(self, "robot_interface_rate", 1000.0, "Physics (and control) rate in Hz when the robot "
-                       "interface is served.", read_only=True, low=MIN_PHYSICS_RATE, high=MAX_PHYSICS_RATE)
-        if self.robot_interface:
-            self.config = with_changes(self.config, simulation={"timestep": 1.0 / rate})
-        # Without a camera, robot interface, reasoner (or GUI: cell/sim.py) nothing draws this world (a
-        # state-only gym env's sim): its arms load without their visual meshes, which cost ~50 ms a reset
-        drawn = self.camera_enabled or self.robot_interface or self.reasoning_enabled
-        self.sim = BinPickingSim(self.config, gui=gui, drawn=drawn)
-        self.get_logger().info(self.reset_world())
-        wall_rate_cap = declare(self, "wall_rate_cap", True, "Running faster than real time (realtime_factor 0 "
+        realtime_factor, gui = self.declare_simulation_parameters()
+        objects_rate = declare(self, "objects_rate", "Rate of world/objects in Hz of sim time.", read_only=True)
+        self.declare_process_parameters()
+        self.declare_reset_parameters()
+        self.build_sim(gui)
+        wall_rate_cap = declare(self, "wall_rate_cap", "Running faster than real time (realtime_factor 0 "
                                 "or > 1), publish every periodic topic (/clock, joint_states, world/objects, "
                                 "camera, task/status) at its rate in wall time rather than sim time: nobody "
                                 "can use more, and each message costs the physics thread. Stamps stay sim "
                                 "time.", read_only=True)
-        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=lockstep or self.robot_interface,
+        self.loop = PhysicsLoop(self.sim.world, realtime_factor, lockstep=self.lockstep or self.robot_interface,
                                 wall_rate_cap=wall_rate_cap)
+        self.serve(objects_rate)
 
+    def declare_simulation_parameters(self) -> tuple[float, bool]:
+        """The scene file's simulation section as parameters (seed, realtime_factor, gui, renderer), each
+        starting from the file's value; returns (realtime_factor, gui)."""
+        self.seed = declare(self, "seed", "Seed of the next world/reset; setting it makes that reset repeat an "
+                            "episode.", on_change=self.set_seed, scene=self.config)
+        # the seed of the next reset, boxed: a new box per set, so a reset clears only the one it read
+        self.pending_seed: tuple[int] | None = (self.seed,)
+        realtime_factor = declare(self, "realtime_factor", "Sim seconds per wall second; 0 runs as fast as "
+                                  f"possible, otherwise at least {MIN_REALTIME_FACTOR:g}.", scene=self.config,
+                                  check=realtime_factor_problem, on_change=self.set_realtime_factor)
+        gui = declare(self, "gui", "Open PyBullet's GUI window (needs a display).", read_only=True, scene=self.config)
+        renderer = declare(self, "renderer", "Camera renderer: auto, tiny, egl or gui (doc/cameras.md: "
+                           "Renderers); the scene file's simulation.renderer unless set.", read_only=True,
+                           check=renderer_problem, scene=self.config)
+        self.config = with_changes(self.config, simulation={"renderer": renderer})
+        return realtime_factor, gui
+
+    def declare_process_parameters(self) -> None:
+        """Which nodes this process runs beside the world, and how it runs them (read once, at start)."""
+        self.camera_enabled = declare(self, "camera", "Start the camera node in this process.", read_only=True)
+        self.task_enabled = declare(self, "task", "Start the task node (grabs, collisions, reward) in "
+                                    "this process.", read_only=True)
+        self.reasoning_enabled = declare(self, "reasoning", "Start the reasoning node (scene queries "
+                                         "under reasoning/) in this process.", read_only=True)
+        self.simulation_enabled = declare(self, "simulation_interfaces", "Start the simulation node (the "
+                                          "ROS 2 simulation_interfaces standard) where that package is installed.",
+                                          read_only=True)
+        self.lockstep = declare(self, "lockstep", "Step only when asked on world/step, publishing one "
+                                "observation after each request (for the gym envs).", read_only=True)
+        self.exit_with_parent = declare(self, "exit_with_parent", "Stop the sim process when the process "
+                                        "that started it (launch, a gym env, a shell) is gone.", read_only=True)
+        self.executor_kind = declare(self, "executor", "Executor of the process's short callbacks: events "
+                                     "(rclpy's EventsExecutor), single (SingleThreadedExecutor) or multi (4 "
+                                     "threads); for measuring, see doc/how-it-is-built.md's Executor section.",
+                                     read_only=True)
+        self.robot_interface = declare(self, "robot_interface", "Serve the time-indexed robot interface "
+                                       "(robot/...): the arm under torque control, one time index per physics "
+                                       "step, idle until the first action.", read_only=True)
+        rate = declare(self, "robot_interface_rate", "Physics (and control) rate in Hz when the robot "
+                       "interface is served.", read_only=True)
+        if self.robot_interface:
+            self.config = with_changes(self.config, simulation={"timestep": 1.0 / rate})
+
+    def declare_reset_parameters(self) -> None:
+        """What the next world/reset does besides its seed: the object type kept, and its id against repeats."""
+        self.keep_object_type = declare(self, "keep_object_type", "Refill the pick bin with the same object type "
+                                        "at the next world/reset.", on_change=self.set_keep_object_type)
+        self.reset_id = declare(self, "reset_id", "Id of the next world/reset, for a client that may send it "
+                                "again (0: none): while reset_id is still the id of the last reset done, a "
+                                "world/reset answers as that one did and resets nothing. Set a new id before "
+                                "each reset.", on_change=self.set_reset_id)
+        self.last_reset: tuple[int, str] = (0, "")  # (reset_id, reply) of the last reset done (reset_once)
+
+    def build_sim(self, gui: bool) -> None:
+        """The core simulation of the (changed) config, reset once with the seed."""
+        # Without a camera, robot interface, reasoner (or GUI: cell/bin_picking_sim.py) nothing draws this world (a
+        # state-only gym env's sim): its arms load without their visual meshes, which cost ~50 ms a reset
+        drawn = self.camera_enabled or self.robot_interface or self.reasoning_enabled
+        self.sim = BinPickingSim(self.config, gui=gui, drawn=drawn)
+        self.get_logger().info(self.reset_world())
+
+    def serve(self, objects_rate: float) -> None:
+        """The world's topics, services and periodic work on the physics loop."""
         self.clock_publisher = self.create_publisher(Clock, "/clock", 10)
         self.clock = Clock()  # reused: /clock goes out once per physics step
         self.objects_publisher = self.create_publisher(MarkerArray, "world/objects", 10)
@@ -127,10 +133,10 @@ class WorldNode(Node):
     def declare_planner_topics(self, rate: float) -> None:
         """robot_description(_semantic), TF and the planning scene (see description_topics.py and
         planning_scene.py), updated at the objects' rate."""
-        robot_tf = declare(self, "publish_robot_tf", False, "Publish every arm link's frame on /tf (for a "
+        robot_tf = declare(self, "publish_robot_tf", "Publish every arm link's frame on /tf (for a "
                            "simulation run without robot_state_publisher), where tf2_msgs is installed.",
                            read_only=True)
-        state_publisher = declare(self, "robot_state_publisher", False, "robot_state_publisher runs beside the "
+        state_publisher = declare(self, "robot_state_publisher", "robot_state_publisher runs beside the "
                                   "simulation (sim.launch.py sets this): it publishes robot_description and the "
                                   "description's fixed frames on /tf_static, so the simulation publishes neither "
                                   "(one publisher each).", read_only=True)
@@ -152,7 +158,7 @@ class WorldNode(Node):
         pending = self.pending_seed
         seed = pending[0] if pending else None
         self.sim.reset(seed=seed, keep_object_type=self.keep_object_type)
-        sanity.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
+        finite_world.restore(self.sim)  # WorldNotSane: the reset answers failure, saying which bodies
         if self.pending_seed is pending:  # used up only now: a failed reset's retry gets the seed again
             self.pending_seed = None
         if getattr(self, "planning_scene", None) is not None:
@@ -231,12 +237,12 @@ class WorldNode(Node):
         """world/shake_pick_bin and world/shake_drop_bin shake with the shake_* parameters (Trigger has no
         arguments); a value out of range, NaN or infinite is refused when it is set, naming the parameter."""
         self.shake = {}
-        for key, default, high, description in (
-                ("amplitude", 0.02, MAX_AMPLITUDE, "Amplitude of a bin shake in metres (the bin traces a figure "
-                 "eight this wide in its x-y plane)."),
-                ("frequency", 3.0, MAX_FREQUENCY, "Frequency of a bin shake in Hz."),
-                ("duration", 1.5, MAX_DURATION, "Sim seconds a bin shake lasts (then 0.25 s to return to its pose).")):
-            self.shake[key] = declare(self, f"shake_{key}", default, description, low=1e-4, high=high,
+        for key, description in (
+                ("amplitude", "Amplitude of a bin shake in metres (the bin traces a figure eight this wide in its "
+                 "x-y plane)."),
+                ("frequency", "Frequency of a bin shake in Hz."),
+                ("duration", "Sim seconds a bin shake lasts (then 0.25 s to return to its pose).")):
+            self.shake[key] = declare(self, f"shake_{key}", description,
                                       on_change=lambda value, key=key: self.shake.__setitem__(key, value))
         for name in self.sim.shakers:
             self.create_service(Trigger, f"world/shake_{name}",

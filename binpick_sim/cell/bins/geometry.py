@@ -3,7 +3,7 @@ description build the same bin, and the description executable never imports PyB
 its build time on stderr, and launch's `Command` substitution fails on any stderr output)."""
 from __future__ import annotations
 
-from ..config import BinConfig
+from ...config import BinConfig
 
 
 def bin_boxes(config: BinConfig) -> list[tuple[list[float], list[float]]]:

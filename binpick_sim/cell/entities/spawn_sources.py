@@ -1,8 +1,8 @@
 """Where spawned URDFs and their meshes may be read from, and the bounded listing of those folders.
 
 A client of `spawn_entity` / `get_spawnables` must not make the simulator read or list any file of the
-machine it runs on (`sources: ['/']` used to walk the whole disk, other users' folders included, and
-`spawn_entity` read any `.urdf` by absolute path). Files are read only inside an allow-list: the
+machine it runs on (unchecked, `sources: ['/']` walks the whole disk, other users' folders included, and
+`spawn_entity` reads any `.urdf` by absolute path). Files are read only inside an allow-list: the
 package's own resources (`pybullet_data`, which holds the object sets and the arm, and the package's
 `urdf/` folder), the folders the operator names (the simulation node's `spawnable_folders`
 parameter), and, for a `package://` URI, that package's share folder in the ament index. Paths are
@@ -32,7 +32,7 @@ class OutsideRoots(ValueError):
 
 def own_folders() -> list[Path]:
     """The package's own resources: pybullet_data, and the package's urdf/ folder where it has one."""
-    from ..paths import share_dir
+    from ...paths import share_dir
 
     folders = [Path(pybullet_data.getDataPath())]
     try:

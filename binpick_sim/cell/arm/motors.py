@@ -1,7 +1,7 @@
 """How FrankaArm's commands reach PyBullet's motors: position and velocity targets, torques with the motors
 released, and the bookkeeping that lets one array call do what nine per-joint calls would.
 
-A mixin of FrankaArm (cell/arm.py), kept apart because it is one idea of its own, tuned for the physics
+A mixin of FrankaArm (cell/arm/franka.py), kept apart because it is one idea of its own, tuned for the physics
 thread (plain floats, one call per mode, each motor's velocity clamp remembered), and nothing else in the arm
 needs to know how: the rest sets targets through `set_position_targets` / `set_velocity_targets`.
 """

@@ -15,7 +15,7 @@ The reasoner's `visible` / `occluding` are answered by a worker of their own (`V
 same mirror, masks drawn by the scene file's renderer (visibility.py), which the live process cannot
 do when that renderer is `egl` and the live world already holds the process's one EGL client.
 
-The worker is a fresh Python (`python -m binpick_sim.cell.render_worker`), never a fork (a process
+The worker is a fresh Python (`python -m binpick_sim.cell.render_process.worker`), never a fork (a process
 with DDS threads must not fork), and not multiprocessing's spawn either: spawn runs the parent's main
 script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
 reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
@@ -38,11 +38,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import CameraConfig, Config, config_from_dict, config_to_dict
-from .frame_hop import FrameReader, FrameWriter, InSharedMemory, shared_file
-from .rendering import spelled
-from .vision.camera import organised_cloud
-from .vision.visibility import View, object_visibility
+from ...config import CameraConfig, Config, config_from_dict, config_to_dict
+from .shared_frames import FrameReader, FrameWriter, InSharedMemory, shared_file
+from ..rendering.renderers import spelled
+from ..vision.camera import organised_cloud
+from ..vision.visibility import View, object_visibility
 
 
 AHEAD = 2  # requests a camera keeps one worker holding: the frame it draws and the next state, in its socket
@@ -312,9 +312,9 @@ def _ending(process) -> str:
 
 def _serve(connection, frames: FrameWriter, data: dict, parent: int) -> None:
     """The worker: a copy of the cell without objects, brought to each state it is sent, then rendered."""
-    from .heap import keep_frame_buffers
-    from .sim import BinPickingSim
-    from .vision.labels import ROBOT, relabel
+    from ..rendering.frame_memory import keep_frame_buffers
+    from ..bin_picking_sim import BinPickingSim
+    from ..vision.labels import ROBOT, relabel
 
     keep_frame_buffers()  # this process only draws frames: their buffers stay on the heap (heap.py)
 
@@ -430,7 +430,7 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     # Through the package's own module, not this __main__ copy: the messages' classes must be the ones the
-    # parent pickles (binpick_sim.cell.render_worker.SceneState, ...), or isinstance would not know them.
-    from binpick_sim.cell.render_worker import main as _main
+    # parent pickles (binpick_sim.cell.render_process.worker.SceneState, ...), or isinstance would not know them.
+    from binpick_sim.cell.render_process.worker import main as _main
 
     _main(sys.argv[1:])

@@ -1,12 +1,12 @@
-"""The Franka Panda of the seed's FrankaArm: joint position, joint velocity and top-down delta actions.
+"""The Franka Panda of the reference simulator's FrankaArm: joint position, joint velocity and top-down delta actions.
 
 Two ways to act: `set_*_targets` only hands targets to PyBullet's motors (the ROS node does this and
 lets its physics loop move the arm), while `move_to` / `apply_velocity` / `apply_delta` also step the
-world as the seed does (until the target is reached or `max_steps`, or one step for velocities).
+world as the reference simulator does (until the target is reached or `max_steps`, or one step for velocities).
 
 In four modules, one idea each: what the Panda is (panda.py: names, URDF, limits), this arm in a world
 (here: its body, state, controller hook and contacts), how commands reach its motors (arm_motors.py), and
-the seed's actions (arm_actions.py).
+the reference simulator's actions (arm_actions.py).
 """
 from __future__ import annotations
 
@@ -14,20 +14,18 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import ArmConfig
-from .arm_actions import FINGER_STOPPED, FLOOR_CLEARANCE, SHAKE_HEIGHT, TOP_DOWN_ROLL, SeedActions  # noqa: F401
-from .arm_motors import MotorCommands
+from ...config import ArmConfig
+from .actions import TopDownActions
+from .motors import MotorCommands
 from .ik import PandaIK
-from .panda import (ACCELERATION_LIMITS, ARM_JOINT_NAMES, FINGER_JOINT_NAMES, FINGER_LINKS,  # noqa: F401
-                    GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits, check_joint_names,
-                    urdf_joint_limits)  # (F401: names still imported from here by their old path)
-from .scene import Bin
-from .world import World
+from .panda import FINGER_LINKS, GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits
+from ..scene import Bin
+from ..world import World
 
 
-class FrankaArm(MotorCommands, SeedActions):
-    """One Panda in a world: its body, its state and the seed FrankaArm's class variables; how it is commanded
-    (arm_motors.py) and the seed's actions (arm_actions.py) are mixins of their own."""
+class FrankaArm(MotorCommands, TopDownActions):
+    """One Panda in a world: its body, its state and the reference FrankaArm's class variables; how it is commanded
+    (arm_motors.py) and the reference simulator's actions (arm_actions.py) are mixins of their own."""
 
     def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None, drawn: bool = True):
         """`drawn=False`: loaded without visual meshes, for a world nothing renders."""
@@ -113,7 +111,7 @@ class FrankaArm(MotorCommands, SeedActions):
 
     def _measure_tip_offset(self) -> float:
         """Height of the grasp target above the fingertips' lowest point, with the gripper pointing down
-        (the seed's "tip offset"), measured as the fingers' distance to a plane through the world origin."""
+        (the reference simulator's "tip offset"), measured as the fingers' distance to a plane through the world origin."""
         c = self.world.client
         plane = c.createCollisionShape(c.GEOM_PLANE)
         lowest = min(point[8] for link in self.finger_links
@@ -148,7 +146,7 @@ class FrankaArm(MotorCommands, SeedActions):
         self._reload_if_poisoned()
         for j, q in zip(self.joints, self.home):
             self.world.client.resetJointState(self.body, j, q, 0.0)
-        self.gripper_open = True  # seed: reset leaves the gripper open
+        self.gripper_open = True  # reference: reset leaves the gripper open
         self.delta_clipped = False
         self.set_finger_force(None)
         self.set_position_targets(self.home)
@@ -200,10 +198,10 @@ class FrankaArm(MotorCommands, SeedActions):
         position, orientation = self.ee_pose()
         return position, np.array(self.world.client.getEulerFromQuaternion(orientation.tolist()))
 
-    # --- the seed FrankaArm's class variables, from this arm's scene file and URDF ---------------------
+    # --- the reference FrankaArm's class variables, from this arm's scene file and URDF ---------------------
     @property
     def max_gripper_force(self) -> float:
-        """N each finger's motor may push with (`arm.finger_force`; the seed's is 80, see doc/choices.md,
+        """N each finger's motor may push with (`arm.finger_force`; the reference simulator's is 80, see doc/choices.md,
         "Choices made where the reference is silent")."""
         return float(self.config.finger_force)
 

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import pybullet_data
 
-from .entity_errors import (MISSING_ASSETS, NOT_FOUND, OPERATION_FAILED, RESOURCE_PARSE_ERROR, UNSUPPORTED_ASSETS,
+from .errors import (MISSING_ASSETS, NOT_FOUND, OPERATION_FAILED, RESOURCE_PARSE_ERROR, UNSUPPORTED_ASSETS,
                             UNSUPPORTED_FORMAT, EntityError)
 from .spawn_sources import OutsideRoots, SpawnRoots
 from .urdf_limits import NumberError, check_numbers

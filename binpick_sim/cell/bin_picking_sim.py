@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arm import JOINT_NAMES, FrankaArm
-from . import rendering
-from .bin_shake import BinShaker
+from .arm.franka import FrankaArm
+from .arm.panda import JOINT_NAMES
+from .rendering import renderers
+from .bins.shake import BinShaker
 from .vision.camera import Camera
 from ..config import Config
-from .shapes import Geometry, ObjectView, visual_frames, visual_pose
+from .objects.shapes import Geometry, ObjectView, visual_frames, visual_pose
 from .scene import BinScene, SceneObject
 from .world import World
 
@@ -20,16 +21,16 @@ class BinPickingSim:
         self.config = config
         gui = config.simulation.gui if gui is None else gui
         sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
-        renderer = rendering.choose(config.simulation.renderer, gui, sizes)
+        renderer = renderers.choose(config.simulation.renderer, gui, sizes)
         self.world = World(config.simulation, gui=gui or renderer == "gui")
         drawn = drawn or gui or renderer == "gui"  # a GUI window always shows the arms
         try:
-            self.world.renderer = rendering.attach(self.world.client, renderer)  # before any body is loaded
+            self.world.renderer = renderers.attach(self.world.client, renderer)  # before any body is loaded
         except BaseException:
             self.world.close()
             raise
         self.scene = BinScene(self.world, config.scene)
-        # Seed 000's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
+        # The reference simulator's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
         # cameras' mount, the gym envs' arm).
         self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin, drawn=drawn) for arm in config.arms]
         self.arm = self.arms[0]

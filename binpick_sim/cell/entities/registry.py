@@ -21,20 +21,18 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
-from . import sanity
-from .entity_errors import (INVALID_POSE, MISSING_ASSETS, NAME_INVALID, NAME_NOT_UNIQUE, NO_RESOURCE,  # noqa: F401
-                            NOT_FOUND, OPERATION_FAILED, RESOURCE_PARSE_ERROR, UNSUPPORTED_ASSETS, UNSUPPORTED_FORMAT,
-                            EntityError)  # (F401: the codes are also public names here)
+from .. import finite_world
+from .errors import (INVALID_POSE, NAME_INVALID, NAME_NOT_UNIQUE, NO_RESOURCE, NOT_FOUND, OPERATION_FAILED,
+                     RESOURCE_PARSE_ERROR, EntityError)
 from .name_filter import FilterError, compile_filter
-from .panda import ROBOT_NAME
-from .scene import SceneObject, object_files
-from .sim import BinPickingSim
+from ..arm.panda import ROBOT_NAME
+from ..scene import SceneObject, object_files
+from ..bin_picking_sim import BinPickingSim
 from .spawn_folder import SpawnFolder
 from .spawn_sources import OutsideRoots, SpawnRoots, Walk, source_path
-from .rendering import spelled
+from ..rendering.renderers import spelled
 from .urdf_limits import body_problem
-from .urdf_resources import (MESH_FORMATS, package_path, parse_urdf, path_of_package, read_urdf,  # noqa: F401
-                             resolve_uri)  # (F401: also importable from here, their old home)
+from .urdf_resources import package_path, parse_urdf, path_of_package, read_urdf, resolve_uri
 
 ROBOT, STATIC, OBJECT = "robot", "static", "object"
 WORLD_FRAME = "world"
@@ -44,7 +42,7 @@ MAX_ANGULAR_SPEED = 1000.0  # rad/s
 QUATERNION_TOLERANCE = 0.01  # |q| may be this far from 1 (typed-in values); it is then normalised
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 RESERVED_NAME = re.compile(r"object_[0-9]+")  # the bin's objects; a spawned one must not take a future name
-ABOVE_BIN = 0.75  # a bin's named spawn pose: this many bin heights above its rim, still inside the seed's
+ABOVE_BIN = 0.75  # a bin's named spawn pose: this many bin heights above its rim, still inside the reference simulator's
                   # "in the bin" region (up to twice the height), so the task does not remove what drops from it
 
 
@@ -302,8 +300,8 @@ class Entities:
             body = self.client.loadURDF(str(obj.urdf), position.tolist(), orientation.tolist())
             self.sim.scene.add_object(body, obj.urdf, obj.name, obj.spawn_pose)
         try:
-            sanity.restore(self.sim)  # a NaN in the ground or a bin survives the restart otherwise
-        except sanity.WorldNotSane as exc:
+            finite_world.restore(self.sim)  # a NaN in the ground or a bin survives the restart otherwise
+        except finite_world.WorldNotSane as exc:
             raise EntityError(OPERATION_FAILED, str(exc)) from None
 
     # --- offered poses and resources ----------------------------------------------------------

@@ -1,11 +1,11 @@
 """A rendered frame's arrays from the render worker to its owner through shared memory.
 
-The worker's frames used to follow their announcement on the socket pair (the arrays beside the pickle). A
-640 x 480 frame with depth is 2.1 MB, and a Unix socket holds about 200 KB (net.core.wmem_default), so the
-worker's write went out in ten or more pieces, each waiting until the node's frame thread, in a busy process
+Why not the socket pair that carries the announcement (the arrays beside the pickle): a 640 x 480 frame with
+depth is 2.1 MB, and a Unix socket holds about 200 KB (net.core.wmem_default), so the worker's write goes out
+in ten or more pieces, each waiting until the node's frame thread, in a busy process
 and behind the GIL, had read the one before: 1.5-2.5 ms a frame in which the worker drew nothing (measured
 with bench.profile_published on a 2-core machine; the socket's buffer raised to 4 MB took 1.3 ms of it off).
-Now the owner makes a file in memory (`shared_file`: a memfd, nothing in /dev/shm to leak) and passes it to
+So the owner makes a file in memory (`shared_file`: a memfd, nothing in /dev/shm to leak) and passes it to
 the worker; the worker copies the arrays into one of its SLOTS slots there and sends only the announcement
 (`InSharedMemory`: the frame's pickle without its arrays, and where each lies), and the owner copies them out
 when it takes the announcement. One copy on each side, no waiting on the other.

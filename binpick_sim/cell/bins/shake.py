@@ -1,4 +1,4 @@
-"""Shaking a bin so that its objects spread (seed 000 `BaseBin.create_constraint`).
+"""Shaking a bin so that its objects spread (the reference simulator's `BaseBin.create_constraint`).
 
 A bin is a fixed body for everything else the cell does, so it becomes movable only while it shakes:
 it gets a mass, a fixed constraint holds it at its pose, and the constraint's target traces a
@@ -17,22 +17,18 @@ import math
 
 import numpy as np
 
-from .world import World
+from ...config import MAX_SHAKE_AMPLITUDE, MAX_SHAKE_DURATION, MAX_SHAKE_FREQUENCY
+from ..world import World
 
 SHAKE_MASS = 5.0  # kg of the bin while it shakes: 100 objects' worth, so the pile barely drags it
 RETURN_TIME = 0.25  # s the constraint pulls the bin back to its pose before it is fixed again
-# The parameters a shake may take, inclusive of the upper bound: beyond them a bin leaves its place
-# (5 cm is a third of the default bin) or the motion outruns a 240 Hz step.
-MAX_AMPLITUDE = 0.05  # m
-MAX_FREQUENCY = 10.0  # Hz
-MAX_DURATION = 60.0  # s
 
 
 def shake_problem(amplitude, frequency, duration) -> str | None:
     """Why a shake's parameters cannot be used (NaN, infinities, non-positive, too large), or None."""
-    for name, value, high, unit in (("amplitude", amplitude, MAX_AMPLITUDE, "m"),
-                                    ("frequency", frequency, MAX_FREQUENCY, "Hz"),
-                                    ("duration", duration, MAX_DURATION, "s")):
+    for name, value, high, unit in (("amplitude", amplitude, MAX_SHAKE_AMPLITUDE, "m"),
+                                    ("frequency", frequency, MAX_SHAKE_FREQUENCY, "Hz"),
+                                    ("duration", duration, MAX_SHAKE_DURATION, "s")):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
             return f"{name} must be a number, got {value!r}"
         if not (0 < value <= high):  # also false for NaN

@@ -3,13 +3,13 @@
 Learning agents need the objects' poses to learn to pick (the gym envs' `state` observation holds the
 robot only). This reads them from the physics world as plain numbers, so the direct gym backend and the
 task node (which sends them as JSON, whose floats come back exact) hand the env the same values; the env
-lays them out in fixed-shape arrays (envs/privileged.py).
+lays them out in fixed-shape arrays (envs/privileged_observation.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..cell.shapes import BOX, CYLINDER, MESH, SPHERE, cached_vertices
+from ..cell.objects.shapes import BOX, CYLINDER, MESH, SPHERE, cached_vertices
 from .task import lift_height
 
 KINDS = (BOX, CYLINDER, SPHERE, MESH)  # the one-hot order of an object's type

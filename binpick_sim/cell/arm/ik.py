@@ -15,7 +15,7 @@ A solve is up to two kinds of PyBullet pass:
   least squares with a light damping (REFINE_DAMPING instead of PyBullet's default 0.5 per joint,
   which takes ~60 iterations to gain a tenth of a millimetre) and PyBullet's residual threshold at
   TOLERANCE, so a pass stops as soon as the grasp target is within it (2-5 iterations for an env
-  step's motion instead of the 100 a pass used to run).
+  step's motion instead of the 100 iterations of a pass without the threshold).
 
 The posture pass's rest pose is placed so that its `iterations` pull the arm as far toward home as
 the 100 iterations of the former default did (POSTURE_PULL): a 10-iteration pass keeps the posture
@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numpy.core.umath import clip  # np.clip's own ufunc, without its ~1 us of Python dispatch per call
 
-from .world import connect
+from ..world import connect
 
 PANDA_URDF = "franka_panda/panda.urdf"
 TOLERANCE = 1e-4  # metres of grasp-target error at which refinement stops
@@ -160,7 +160,7 @@ class PandaIK:
 
     def move_base(self, position, orientation) -> None:
         """Stand the copy's base at `position` / `orientation` (xyzw): a controller whose arm's base moved
-        (seed 001's update_base_pose) solves from there."""
+        (robosuite's update_base_pose) solves from there."""
         self.client.resetBasePositionAndOrientation(self.body, list(position), list(orientation))
         self.base = np.asarray(position, dtype=float)
         self._base = self.base.tolist()

@@ -2,7 +2,7 @@
 limits, and the name it goes by.
 
 These are facts about the robot, read by the arm, the controllers, the trajectory checks, the nodes and the
-envs' spaces alike; kept apart from FrankaArm (cell/arm.py), which needs a physics world, so that a reader of
+envs' spaces alike; kept apart from FrankaArm (cell/arm/franka.py), which needs a physics world, so that a reader of
 a name or a limit imports no more than this.
 """
 from __future__ import annotations

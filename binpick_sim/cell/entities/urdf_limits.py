@@ -1,7 +1,7 @@
 """Bounds on every number of a client's URDF, checked before PyBullet sees the file, and on the body
 PyBullet made of it, checked before the world takes a step with it.
 
-One spawned mesh with `scale="1e300 1e300 1e300"` used to turn the ground's pose NaN for good (through
+One spawned mesh with `scale="1e300 1e300 1e300"` turns the ground's pose NaN for good (through
 the broad phase and the contact solver, so deleting the object and resetting did not help), and NaN or
 1e308 in an inertial, a size or a mass made NaN objects. PyBullet checks none of these numbers, so each
 one is checked here: finite, of the right count, and within the bounds of NUMBERS (an attribute the

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-from ..picking.privileged import KINDS
+from ..picking.privileged_state import KINDS
 
 # (name, width) in the flat vector's order; the robot's first, then each object slot's, then each bin's
 ROBOT_FIELDS = (("joint_positions", 9), ("joint_velocities", 9), ("ee_position", 3), ("ee_orientation", 4),

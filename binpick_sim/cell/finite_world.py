@@ -1,7 +1,7 @@
 """After a full reset: a world whose every body is finite, or an error that says it is not.
 
-A NaN that reached the ground or a bin (a 1e300-scaled mesh used to do it through the contact solver)
-once stayed after every reset, while the reset answered success. Every reset now rebuilds the cell in
+A NaN that reaches the ground or a bin (a 1e300-scaled mesh can do it through the contact solver) would
+stay after every reset, while the reset answered success. Every reset rebuilds the cell in
 an emptied world (`BinPickingSim.rebuild`), so a world that is not finite after one means a bug or a
 body the reset does not own; this check turns either into an answered failure, never success.
 `restore` looks at every body PyBullet holds (base pose, base velocity, joint positions and

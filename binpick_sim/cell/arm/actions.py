@@ -1,8 +1,8 @@
-"""The seed FrankaArm's top-down actions: a delta turned into joint targets (workspace clipping, reach, IK with
+"""The top-down actions of the reference simulator's FrankaArm: a delta turned into joint targets (workspace clipping, reach, IK with
 the gripper pointing down), and the position, velocity, delta and gripper actions that step the world until
 done, plus the shake that tests a grasp.
 
-A mixin of FrankaArm (cell/arm.py): what the seed's API does with the arm, kept apart from what the arm is
+A mixin of FrankaArm (cell/arm/franka.py): what the reference simulator's API does with the arm, kept apart from what the arm is
 (its body, state and motors), so that either can be read without the other.
 """
 from __future__ import annotations
@@ -17,12 +17,12 @@ FINGER_STOPPED = 1e-3  # m/s; below this for 10 steps in a row the gripper has f
 FLOOR_CLEARANCE = 0.002  # metres between the fingertips and the bin floor at the workspace's bottom
 
 
-class SeedActions:
+class TopDownActions:
     """FrankaArm's seed actions; uses its state (`joint_states`, `ee_pose`, `targets`) and motors
     (`set_position_targets`, `set_velocity_targets`, `set_gripper`), its `solver`, `workspace` and `config`."""
 
     def target_reached(self) -> bool:
-        """Whether the arm is where its position targets say (the seed's "until reached" of a position or
+        """Whether the arm is where its position targets say (the reference simulator's "until reached" of a position or
         delta action): the 7 arm joints within `position_tolerance`, and each finger within it or at rest
         (a finger that squeezes an object never gets to its target). Never in velocity mode."""
         targets = self.targets
@@ -35,7 +35,7 @@ class SeedActions:
         return bool(np.all(error[:7] < tolerance) and np.all(fingers))
 
     def delta_targets(self, delta) -> np.ndarray:
-        """Joint targets for the seed's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
+        """Joint targets for the reference simulator's delta action [dx, dy, dz, dyaw, gripper] (m, rad, +1 open / -1 close).
 
         The new grasp-target position is the current one plus the delta, clipped to the workspace when
         configured (only the commanded motion: a zero delta holds the arm even outside the workspace);

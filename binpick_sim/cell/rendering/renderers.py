@@ -1,8 +1,8 @@
 """Which renderer draws the camera images: TinyRenderer, PyBullet's EGL plugin, or the GUI's OpenGL.
 
 `simulation.renderer` is one of RENDERERS. `tiny` is PyBullet's software rasteriser in DIRECT mode
-(the seed's cpu-headless); `egl` loads PyBullet's `eglRendererPlugin` into the DIRECT client and
-renders with OpenGL through EGL, on a GPU or on Mesa's llvmpipe (the seed's gpu-headless); `gui`
+(the reference simulator's cpu-headless); `egl` loads PyBullet's `eglRendererPlugin` into the DIRECT client and
+renders with OpenGL through EGL, on a GPU or on Mesa's llvmpipe (the reference simulator's gpu-headless); `gui`
 renders with the OpenGL of the GUI window (gpu-gui); `auto` picks by AUTO_RULE.
 
 The plugin ends the whole process (`exit(1)`) when EGL cannot start, so `egl` is first tried in a
@@ -246,7 +246,7 @@ def attach(client, name: str) -> Renderer:
     gl = probe_egl()
     import pkgutil
 
-    from .quiet import quiet_stdout
+    from ..pybullet_stdout import quiet_stdout
 
     with _egl_lock:
         if _egl_owner is not None:

@@ -1,7 +1,7 @@
-"""The seed envs' scene and camera API: `load_scene(mode)` (train / test objects, the two-arm cell) and
+"""The envs' scene and camera changes (the reference simulator's API): `load_scene(mode)` (train / test objects, the two-arm cell) and
 `recompute_view_and_projection_matrix` (move the camera until the next reset).
 
-A mixin of FrankaEnv (franka.py): the seed's way of changing an env's scene and camera after it was made,
+A mixin of FrankaEnv (franka.py): the reference simulator's way of changing an env's scene and camera after it was made,
 kept apart from the env's own step, spaces and observations. It uses the env's `_scene_base`,
 `_backend_args`, `_scene`, `_rendered`, `_camera_changes`, `backend` and `close`.
 """
@@ -14,8 +14,8 @@ from ..paths import default_config
 from .backends import make_backend
 
 
-class SeedSceneApi:
-    scene_modes = ("train", "test", "two_arms")  # seed: scene_modes; load_scene(mode) picks one
+class SceneChangeApi:
+    scene_modes = ("train", "test", "two_arms")  # reference: scene_modes; load_scene(mode) picks one
     scene_mode: str | None = None  # the last load_scene's mode (None: the scene file as given)
 
     def load_scene(self, mode: str) -> None:
