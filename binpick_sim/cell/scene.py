@@ -51,7 +51,7 @@ def may_sleep(client, body: int) -> int:
     this never sleeps: every sleeping object resting on a bin or the ground kept its contacts with it
     computed at every physics step (3-24 us an object, with 6-8 objects two to seven times the empty cell's
     step). Asleep, the bin still stops whatever awake body meets it; nothing wakes it but a change of its
-    own (a shake, `bin_shake`)."""
+    own (a shake, `bins.shake`)."""
     client.changeDynamics(body, -1, activationState=client.ACTIVATION_STATE_ENABLE_SLEEPING)
     return body
 
