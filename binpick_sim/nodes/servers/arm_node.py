@@ -47,9 +47,7 @@ class ArmNode(Node):
         """`owner`: who else drives the arm (the robot interface); then every command here is refused.
         `arm`: which of the scene's arms (default the first); with several, each node runs in a namespace
         named after its arm (the stack sets it) and prefixes its joint names. `cell_namespace` (several
-        arms): the stack's namespace, whose `joint_states` gets every arm's too, so that one
-        robot_state_publisher there moves the whole cell and each fixed frame has one publisher
-        (robot_state_publisher keeps track per joint: a message naming one arm's joints is whole to it)."""
+        arms): the stack's namespace, whose `joint_states` gets every arm's too (`cell_joint_states`)."""
         super().__init__("arm", **kwargs)
         self.sim, self.arm, self.loop, self.owner = sim, arm or sim.arm, loop, owner
         self.joint_names = sim.joint_names(self.arm)
@@ -61,8 +59,7 @@ class ArmNode(Node):
         self.last_velocity_command: float | None = None
 
         self.joint_states_publisher = self.create_publisher(JointState, "joint_states", 10)
-        self.cell_joint_states_publisher = (None if cell_namespace is None else self.create_publisher(
-            JointState, f"{cell_namespace.rstrip('/')}/joint_states", 10))
+        self.cell_joint_states_publisher = self.cell_joint_states(cell_namespace)
         self.ee_pose_publisher = self.create_publisher(PoseStamped, "arm/ee_pose", 10)
         self.wrench_publishers = [self.create_publisher(WrenchStamped, f"arm/{side}_finger/wrench", 10)
                                   for side in ("left", "right")]
@@ -270,6 +267,14 @@ class ArmNode(Node):
         if self.last_velocity_command is not None:
             self.last_velocity_command = None
             self.arm.set_position_targets(self.arm.joint_states()[0])
+
+    def cell_joint_states(self, cell_namespace: str | None):
+        """With several arms, a publisher of this arm's joint states on the stack's own `joint_states` too, so that
+        one robot_state_publisher there moves the whole cell and each fixed frame has one publisher
+        (robot_state_publisher keeps track per joint: a message naming one arm's joints is whole to it)."""
+        if cell_namespace is None:
+            return None
+        return self.create_publisher(JointState, f"{cell_namespace.rstrip('/')}/joint_states", 10)
 
     def expire_velocity(self) -> None:
         if (self.last_velocity_command is not None and self.velocity_timeout > 0
