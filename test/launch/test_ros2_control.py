@@ -199,7 +199,7 @@ def test_the_launch_argument_starts_ros2_control():
     started = {(perform_substitutions(context, n.node_package), perform_substitutions(context, n.node_executable)): n
                for n in nodes}
     assert set(started) == {("binpick_sim", "sim"), ("controller_manager", "ros2_control_node"),
-                            ("controller_manager", "spawner")}
+                            ("controller_manager", "spawner"), ("robot_state_publisher", "robot_state_publisher")}
     sim = started["binpick_sim", "sim"]
     assert [(perform_substitutions(context, a), perform_substitutions(context, b)) for a, b in sim._Node__remappings] \
         == [("joint_states", "binpick/joint_states")]
@@ -211,4 +211,4 @@ def test_the_launch_argument_starts_ros2_control():
     context.launch_configurations["ros2_control"] = "false"
     assert {(perform_substitutions(context, n.node_package), perform_substitutions(context, n.node_executable))
             for n in group.get_sub_entities() if isinstance(n, Node) and n.condition.evaluate(context)} == \
-        {("binpick_sim", "sim")}
+        {("binpick_sim", "sim"), ("robot_state_publisher", "robot_state_publisher")}
