@@ -21,6 +21,7 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
 """
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
-from binpick_sim.config import load_config, replaced, with_changes
+from binpick_sim.config import load_config, with_changes
 from binpick_sim.paths import default_config
 
 from .figures import Figure, median, per_round, percentile
@@ -207,7 +208,7 @@ def scene_with(objects: int, folder: Path) -> Path:
     from binpick_sim.config import save_config
 
     config = load_config(default_config())
-    pick = replaced(config.scene.pick_bin, "scene.pick_bin.", min_objects=objects, max_objects=objects)
+    pick = {**dataclasses.asdict(config.scene.pick_bin), "min_objects": objects, "max_objects": objects}
     return save_config(with_changes(config, scene={"pick_bin": pick}),
                        folder / f"scene_{objects}.yaml")
 

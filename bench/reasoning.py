@@ -4,10 +4,11 @@ visible + occluding once per renderer available (their masks are drawn by the sc
 the reasoner's render worker), and what of it the physics thread waits for (the capture)."""
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from binpick_sim.cell.rendering.renderers import RendererError, probe_egl
-from binpick_sim.config import load_config, replaced, with_changes
+from binpick_sim.config import load_config, with_changes
 from binpick_sim.paths import default_config
 from binpick_sim.reasoning import Reasoner
 from binpick_sim.cell.bin_picking_sim import BinPickingSim
@@ -30,8 +31,8 @@ def timed(fn, repeats: int = REPEATS) -> float:
 
 def measure() -> list[Figure]:
     config = load_config(default_config())
-    config = with_changes(config, scene={"pick_bin": replaced(config.scene.pick_bin, "scene.pick_bin.",
-                                                             min_objects=OBJECTS, max_objects=OBJECTS)})
+    pick = {**dataclasses.asdict(config.scene.pick_bin), "min_objects": OBJECTS, "max_objects": OBJECTS}
+    config = with_changes(config, scene={"pick_bin": pick})
     sim = BinPickingSim(config)
     sim.reset(seed=0)
     reasoner = Reasoner(sim)

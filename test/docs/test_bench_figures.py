@@ -281,3 +281,14 @@ def test_the_default_cell_rows_keep_a_resets_settling_out_of_the_steps_own_stepp
     assert stepping == 5 / 10  # 5 steps, each timed as 2 ticks (its call, and the timer's own read): the
     # reset's 10 calls (20 ticks more) are not counted
     assert steps < stepping and whole < steps  # the steps' own rate counts more than their stepping
+
+
+def test_the_default_cell_growth_scenes_hold_the_objects_asked_for(tmp_path):
+    """bench.default_cell's growth rows step scene files with k objects in the pick bin: each written file loads
+    back with exactly k (a config change the checked path refused stopped the whole group once)."""
+    from bench.default_cell import scene_with
+    from binpick_sim.config import load_config
+
+    for objects in (0, 20):
+        pick = load_config(scene_with(objects, tmp_path)).scene.pick_bin
+        assert (pick.min_objects, pick.max_objects) == (objects, objects)
