@@ -312,15 +312,20 @@ def test_a_new_gripper_goal_cancels_the_running_one(client, stack):
 
 
 class LateTargets:
-    """The arm node's loop, except that finger targets of `position` reach the physics thread `delay` s late:
-    as when a goal's thread is slower than the next goal's to get there."""
+    """The arm node's loop, except that finger targets of `position` reach the physics thread only once a newer
+    goal has been accepted and has set its own targets (`newer`, the finger target it sets): as when a goal's
+    thread is slower than the next goal's to get there. (A fixed 0.5 s delay was once not long enough on a loaded
+    CI machine: the second goal was accepted later, and the first, never preempted, succeeded.)"""
 
-    def __init__(self, loop, position: float, delay: float = 0.5):
-        self.loop, self.position, self.delay = loop, position, delay
+    def __init__(self, actions, position: float, newer: float, timeout: float = 30.0):
+        self.loop, self.actions, self.position, self.newer, self.timeout = actions.loop, actions, position, newer, timeout
 
     def run(self, fn, *args, **kwargs):
         if getattr(fn, "__name__", "") == "_fingers" and args[0] == self.position:
-            time.sleep(self.delay)
+            deadline = time.monotonic() + self.timeout
+            while time.monotonic() < deadline and (self.actions.newest_grip is args[2] or self.loop.run(
+                    lambda: float(self.actions.arm.position_targets[7])) != pytest.approx(self.newer)):
+                time.sleep(0.01)
         return self.loop.run(fn, *args, **kwargs)
 
     def __getattr__(self, name):
@@ -333,14 +338,14 @@ def test_the_newest_gripper_goal_holds_the_fingers_however_late_the_older_one_se
     _, GripperCommand, GripperTarget = control_msgs()
     send(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.04)))
     actions = stack.arm_nodes[0].actions
-    actions.loop = LateTargets(actions.loop, 0.01)
+    actions.loop = LateTargets(actions, 0.01, newer=0.03)
     try:
         first = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.01)))
         second = start(client, GripperCommand, GRIPPER_ACTION, GripperCommand.Goal(command=GripperTarget(position=0.03)))
         assert finish(client, first)[0] == GoalStatus.STATUS_CANCELED
         status, result = finish(client, second)
         assert status == GoalStatus.STATUS_SUCCEEDED and result.reached_goal, result
-        time.sleep(0.6)  # past the late call: the fingers still hold the newest goal's targets
+        time.sleep(0.2)  # the late call has come (before the first goal ended): the fingers hold the newest goal's targets
         assert stack.loop.run(lambda: float(stack.sim.arm.position_targets[7])) == pytest.approx(0.03)
     finally:
         actions.loop = actions.loop.loop
