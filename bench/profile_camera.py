@@ -15,7 +15,7 @@ the first line the raw getCameraImage call (with the mask: the segmented frame's
 - **cloud**: camera.organised_cloud (back_project and pack_cloud written once into the cloud; numpy), only
   for a watched camera/points;
 - **messages**: rgb, depth, segmentation Image, the PointCloud2 and CameraInfo (convert.py: one copy each);
-- **worker hop**: a RenderedFrame from the render worker to the node, as they send it (frame_hop's
+- **worker hop**: a RenderedFrame from the render worker to the node, as they send it (shared_frames'
   FrameWriter / FrameReader: the arrays through a shared file, the announcement over a socket pair, the
   receiving end on a thread of its own);
 - **publish**: rclpy's publish of the five messages, each with a subscriber in this process (rclpy converts

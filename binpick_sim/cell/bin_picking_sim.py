@@ -93,7 +93,7 @@ class BinPickingSim:
         self.reset(keep_object_type=keep_object_type)
 
     def shake_bin(self, name: str, amplitude: float, frequency: float, duration: float, wait: bool = True) -> None:
-        """Shake `pick_bin` or `drop_bin` so that its objects spread (see bin_shake): `amplitude` [m],
+        """Shake `pick_bin` or `drop_bin` so that its objects spread (see bins/shake.py): `amplitude` [m],
         `frequency` [Hz], `duration` [s]. With `wait`, step the world until the bin is fixed at its pose
         again; otherwise the world's next steps carry the shake out. ValueError on bad parameters."""
         shaker = self.shakers.get(name)

@@ -5,8 +5,8 @@ lets its physics loop move the arm), while `move_to` / `apply_velocity` / `apply
 world as the reference simulator does (until the target is reached or `max_steps`, or one step for velocities).
 
 In four modules, one idea each: what the Panda is (panda.py: names, URDF, limits), this arm in a world
-(here: its body, state, controller hook and contacts), how commands reach its motors (arm_motors.py), and
-the reference simulator's actions (arm_actions.py).
+(here: its body, state, controller hook and contacts), how commands reach its motors (motors.py), and
+the reference simulator's actions (actions.py).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ..world import World
 
 class FrankaArm(MotorCommands, TopDownActions):
     """One Panda in a world: its body, its state and the reference FrankaArm's class variables; how it is commanded
-    (arm_motors.py) and the reference simulator's actions (arm_actions.py) are mixins of their own."""
+    (motors.py) and the reference simulator's actions (actions.py) are mixins of their own."""
 
     def __init__(self, world: World, config: ArmConfig, workspace: Bin | None = None, drawn: bool = True):
         """`drawn=False`: loaded without visual meshes, for a world nothing renders."""

@@ -8,7 +8,7 @@ entity's link frame (its URDF origin, not its centre of mass) in `world`, or in 
 Core code: no ROS here. A refused request raises `EntityError` with a code the node maps onto the
 standard's result codes, and nothing in the world has changed. Call everything on the physics thread.
 
-The error and its codes are entity_errors.py's, reading a spawned URDF from a client's URI urdf_resources.py's.
+The error and its codes are errors.py's, reading a spawned URDF from a client's URI urdf_resources.py's.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ with DDS threads must not fork), and not multiprocessing's spawn either: spawn r
 script again in the child, so a plain script without an `if __name__ == "__main__":` guard that asked a
 reasoner `visible` would start its whole program again in the worker (and fail there). The two talk
 over a socket pair with multiprocessing's Connection (pickled messages); a frame's arrays go through a
-file in shared memory beside it (frame_hop.py), not through the socket: one copy on each side, and the
+file in shared memory beside it (shared_frames.py), not through the socket: one copy on each side, and the
 worker does not wait for the node to read a 2 MB frame in pieces.
 """
 from __future__ import annotations
@@ -316,7 +316,7 @@ def _serve(connection, frames: FrameWriter, data: dict, parent: int) -> None:
     from ..bin_picking_sim import BinPickingSim
     from ..vision.labels import ROBOT, relabel
 
-    keep_frame_buffers()  # this process only draws frames: their buffers stay on the heap (heap.py)
+    keep_frame_buffers()  # this process only draws frames: their buffers stay on the heap (rendering/frame_memory.py)
 
     try:
         sim = BinPickingSim(config_from_dict(data))

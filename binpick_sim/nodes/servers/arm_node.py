@@ -47,7 +47,7 @@ class ArmNode(Node):
         """`owner`: who else drives the arm (the robot interface); then every command here is refused.
         `arm`: which of the scene's arms (default the first); with several, each node runs in a namespace
         named after its arm (the stack sets it) and prefixes its joint names. `cell_namespace` (several
-        arms): the stack's namespace, whose `joint_states` gets every arm's too (`cell_joint_states`)."""
+        arms): the stack's namespace, whose `joint_states` gets every arm's too (`joint_states_topics`)."""
         super().__init__("arm", **kwargs)
         self.sim, self.arm, self.loop, self.owner = sim, arm or sim.arm, loop, owner
         self.joint_names = sim.joint_names(self.arm)
@@ -58,8 +58,8 @@ class ArmNode(Node):
                                         "(0 = until the next command).", read_only=True)
         self.last_velocity_command: float | None = None
 
-        self.joint_states_publisher = self.create_publisher(JointState, "joint_states", 10)
-        self.cell_joint_states_publisher = self.cell_joint_states(cell_namespace)
+        self.joint_states_publishers = [self.create_publisher(JointState, topic, 10)
+                                        for topic in joint_states_topics(cell_namespace)]
         self.ee_pose_publisher = self.create_publisher(PoseStamped, "arm/ee_pose", 10)
         self.wrench_publishers = [self.create_publisher(WrenchStamped, f"arm/{side}_finger/wrench", 10)
                                   for side in ("left", "right")]
@@ -268,14 +268,6 @@ class ArmNode(Node):
             self.last_velocity_command = None
             self.arm.set_position_targets(self.arm.joint_states()[0])
 
-    def cell_joint_states(self, cell_namespace: str | None):
-        """With several arms, a publisher of this arm's joint states on the stack's own `joint_states` too, so that
-        one robot_state_publisher there moves the whole cell and each fixed frame has one publisher
-        (robot_state_publisher keeps track per joint: a message naming one arm's joints is whole to it)."""
-        if cell_namespace is None:
-            return None
-        return self.create_publisher(JointState, f"{cell_namespace.rstrip('/')}/joint_states", 10)
-
     def expire_velocity(self) -> None:
         if (self.last_velocity_command is not None and self.velocity_timeout > 0
                 and self.sim.world.time - self.last_velocity_command > self.velocity_timeout):
@@ -285,8 +277,7 @@ class ArmNode(Node):
         self.expire_velocity()
         now = self.sim.world.time
         # only what someone subscribes to: a message nobody reads still costs the physics thread
-        publishers = [p for p in (self.joint_states_publisher, self.cell_joint_states_publisher)
-                      if p is not None and p.get_subscription_count()]
+        publishers = [p for p in self.joint_states_publishers if p.get_subscription_count()]
         if publishers:
             position, velocity, effort = self.arm.joint_states()
             message = convert.joint_state(now, self.joint_names, position, velocity, effort)
@@ -297,6 +288,13 @@ class ArmNode(Node):
         if any(p.get_subscription_count() for p in self.wrench_publishers):
             for publisher, frame, wrench in zip(self.wrench_publishers, FINGER_LINKS, self.arm.finger_wrenches()):
                 publisher.publish(convert.wrench_stamped(now, frame, wrench))
+
+
+def joint_states_topics(cell_namespace: str | None) -> list[str]:
+    """Where an arm's joint states go: its own namespace's `joint_states`, and with several arms (`cell_namespace`,
+    the stack's) the cell's too, so that one robot_state_publisher there moves the whole cell and each fixed frame
+    has one publisher (robot_state_publisher keeps track per joint: a message naming one arm's joints is whole)."""
+    return ["joint_states"] + ([] if cell_namespace is None else [f"{cell_namespace.rstrip('/')}/joint_states"])
 
 
 MIMIC_FINGER = JOINT_NAMES[8]  # panda_finger_joint2: the URDF's mimic of panda_finger_joint1

@@ -266,7 +266,7 @@ class CameraNode(Node):
     def _publish_rendered(self, done: RenderedFrame) -> None:
         self._timings.append((done.draw_seconds, done.work_seconds))
         if done.rgb.shape[0] * done.rgb.shape[1] >= KEEP_FROM:
-            keep_frame_buffers()  # the frame's arrays and messages, received and built anew each frame (heap.py)
+            keep_frame_buffers()  # the frame's arrays and messages, received and built anew each frame (rendering/frame_memory.py)
         self.publish(done.stamp, done.rgb, done.depth, done.labels, done.k, done.cloud)
 
     def _release_memory(self) -> None:
