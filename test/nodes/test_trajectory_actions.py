@@ -239,10 +239,12 @@ def test_accelerations_make_quintic_segments(paced):
 
 
 def test_a_new_goal_preempts_and_a_cancel_cancels(client, stack):
+    # Goals of an hour of sim time: the flat-out world, its pile asleep, runs 100-170 sim seconds a wall second, and
+    # a 20 s goal once ended before the next was sent (a rehearsal run).
     FollowJointTrajectory, _, _ = control_msgs()
-    first = start(client, FollowJointTrajectory, ARM_ACTION, trajectory_goal(ARM, [home_plus(stack, 0.8)], [20.0]))
+    first = start(client, FollowJointTrajectory, ARM_ACTION, trajectory_goal(ARM, [home_plus(stack, 0.8)], [3600.0]))
     client.spin_for(0.2)
-    second_goal = trajectory_goal(ARM, [home_plus(stack, -0.2)], [20.0])
+    second_goal = trajectory_goal(ARM, [home_plus(stack, -0.2)], [3600.0])
     clients = client.action_clients
     sent = clients[ARM_ACTION].send_goal_async(second_goal)
     status, result = finish(client, first)
