@@ -57,6 +57,9 @@ class SceneConfig:
     object_set: Literal["train", "test", "cube"] = "train"  # cube: pybullet_data's cube_small.urdf only
     object_size_range: tuple[float, float] = (0.01, 0.03)
     settle_steps: int = 500
+    # where the pick bin's objects are dropped from: the reference simulator's rows along the walls, or anywhere
+    # inside (a layer each: the one-object Lift's curriculum step, its object away from the walls)
+    spawn: Literal["rows", "anywhere"] = "rows"
 
     def __post_init__(self):
         lo, hi = self.object_size_range
