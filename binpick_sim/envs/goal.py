@@ -9,6 +9,9 @@ whether the achieved goal is within `distance_threshold` of the desired one.
 - FrankaLift: the chosen object of the pick bin to a goal in the pick bin's free space, below the grab height.
 - FrankaPickPlace: the chosen object from the pick bin to a goal inside the drop bin: the cell's own job.
 
+Half the object goals (`floor_goals`) lie at the height the object rests at, as half of Gymnasium-Robotics'
+FetchPickAndPlace goals lie on the table: a push reaches them before a grasp is learnt.
+
 What makes them learnable where the reference simulator's rules were not (the issue's measurements: under random actions the
 gripper never came near an object, and a bin contact ended episodes whose every reward was <= 0, so SAC learnt to
 end them early):
@@ -47,6 +50,8 @@ from .franka import FrankaEnv
 DISTANCE_THRESHOLD = 0.02  # m: Lift's and PickPlace's success radius (panda-gym's 5 cm, halved: the objects are
 #                            1-3 cm, not panda-gym's 4 cm cube)
 REACH_THRESHOLD = 0.05  # m: Reach's, panda-gym's PandaReach-v3's (the like-for-like comparison of bench.her)
+FLOOR_GOALS = 0.5  # Lift's and PickPlace's share of goals at the height the chosen object rests at, where a push
+#                    can bring it (Gymnasium-Robotics' FetchPickAndPlace puts half its goals on the table)
 GOAL_MARGIN = 0.01  # m kept from the bin's walls, floor and the grab height when drawing a goal
 SPAWN_CLEARANCE = 0.13  # m above the pick bin's underside: the arm's home, clear of the objects as they are
 #                         dropped in (the spawn grid's third layer is 9.25 cm up, its objects 1.5 cm around it)
@@ -293,19 +298,27 @@ class FrankaReachEnv(FrankaGoalEnv):
 
 class FrankaLiftEnv(FrankaGoalEnv):
     """Move the chosen object to the goal, drawn uniformly in the pick bin's free space (GOAL_MARGIN from its
-    walls and floor) below the grab height. The grasp point moves inside the pick bin, up to CARRY_HEIGHT above
-    its rim. `one_object=True`: one object in the bin (`scene.pick_bin.min_objects` and `max_objects` 1), the
-    first step of a curriculum. Actions [dx, dy, dz, gripper]."""
+    walls and floor) below the grab height; in a `floor_goals` share of episodes (FLOOR_GOALS) at the height the
+    object rests at instead. The grasp point moves inside the pick bin, up to the grab height. `one_object=True`:
+    one object in the bin (`scene.pick_bin.min_objects` and `max_objects` 1), dropped anywhere in it
+    (`scene.spawn: anywhere`, not by a wall, where no push moves it away), the first step of a curriculum.
+    Actions [dx, dy, dz, gripper]."""
 
-    def __init__(self, config_file=None, one_object: bool = False, **kwargs):
+    def __init__(self, config_file=None, one_object: bool = False, floor_goals: float = FLOOR_GOALS, **kwargs):
+        """`floor_goals`: the share of goals drawn at the height the chosen object rests at (with one object, on
+        the bin's floor), where a push reaches them before a grasp is learnt: panda-gym's Pick-and-Place draws 30 %
+        of its goals on the table, Gymnasium-Robotics' FetchPickAndPlace 50 %."""
         self.one_object = bool(one_object)
+        self.floor_goals = float(floor_goals)
+        if not 0.0 <= self.floor_goals <= 1.0:
+            raise ValueError(f"floor_goals must be a share in [0, 1], got {floor_goals!r}")
         super().__init__(config_file, **kwargs)
-        self._init_kwargs.update(one_object=self.one_object)
+        self._init_kwargs.update(one_object=self.one_object, floor_goals=self.floor_goals)
 
     def _scene(self, config):
         if self.one_object:
             pick_bin = {**dataclasses.asdict(config.scene.pick_bin), "min_objects": 1, "max_objects": 1}
-            config = with_changes(config, scene={"pick_bin": pick_bin})
+            config = with_changes(config, scene={"pick_bin": pick_bin, "spawn": "anywhere"})
         return super()._scene(config)
 
     def _box(self, config) -> tuple[np.ndarray, np.ndarray]:
@@ -323,12 +336,25 @@ class FrankaLiftEnv(FrankaGoalEnv):
         low += GOAL_MARGIN
         high[:2] -= GOAL_MARGIN
         high[2] = lift_height_of(self.config) - GOAL_MARGIN
-        return self.np_random.uniform(low, high)
+        return self._on_the_floor(self.np_random.uniform(low, high), low, high, "pick_bin")
+
+    def _on_the_floor(self, goal: np.ndarray, low: np.ndarray, high: np.ndarray, bin_name: str) -> np.ndarray:
+        """`goal` (drawn in the box low..high inside `bin_name`), moved, for a `floor_goals` share of episodes, to
+        the height above that bin's floor the chosen object rests at above the pick bin's, its centre kept half
+        the object's largest size from the walls. One draw of the env's RNG whatever the share."""
+        if self.np_random.random() >= self.floor_goals or self.chosen < 0:
+            return goal
+        half = float(np.max(self._object[13:16])) / 2
+        goal[:2] = np.clip(goal[:2], low[:2] + half, np.maximum(high[:2] - half, low[:2] + half))
+        resting = self.achieved[2] - _inside(self.config, ("pick_bin",))[0][2]
+        goal[2] = _inside(self.config, (bin_name,))[0][2] + resting
+        return goal
 
 
 class FrankaPickPlaceEnv(FrankaLiftEnv):
     """Carry the chosen object from the pick bin into the drop bin: the goal is drawn uniformly inside the drop
-    bin (GOAL_MARGIN from its walls and floor, up to its rim). The grasp point moves over both bins, up to
+    bin (GOAL_MARGIN from its walls and floor, up to its rim), in a `floor_goals` share of episodes at the height
+    above the drop bin's floor the object rests at above the pick bin's (set down, not dropped). The grasp point moves over both bins, up to
     CARRY_HEIGHT above the rims; nothing lifted is taken away, and an object let go outside the bins' volume
     (over the gap, or above twice a bin's height) is removed as the task removes any, its `achieved_goal`
     staying where it was last seen. Actions [dx, dy, dz, gripper]; `one_object` as FrankaLift's."""
@@ -339,7 +365,7 @@ class FrankaPickPlaceEnv(FrankaLiftEnv):
         low, high = _inside(self.config, ("drop_bin",))
         low += GOAL_MARGIN
         high[:2] -= GOAL_MARGIN
-        return self.np_random.uniform(low, high)
+        return self._on_the_floor(self.np_random.uniform(low, high), low, high, "drop_bin")
 
 
 # --- the cell's geometry, from the scene file (the backend may not exist yet) ----------------------

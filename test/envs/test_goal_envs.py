@@ -107,7 +107,8 @@ def test_both_backends_give_the_same_episode_bit_for_bit(env_id):
 @pytest.mark.parametrize("env_id", IDS)
 @pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)])
 def test_a_goal_env_pickles_as_its_constructor_arguments(dumps, loads, env_id, backend):
-    options = {"dv": 0.03, "distance_threshold": 0.03, **({} if env_id == REACH else {"one_object": True})}
+    options = {"dv": 0.03, "distance_threshold": 0.03,
+               **({} if env_id == REACH else {"one_object": True, "floor_goals": 0.5})}
     env = gym.make(env_id, backend=backend, **options)
     try:
         steps = actions(env, count=3)
@@ -132,6 +133,9 @@ def test_bad_arguments_are_refused():
         gym.make(PICK_PLACE, one_objct=True)
     with pytest.raises(TypeError, match="unknown argument"):
         gym.make(REACH, one_object=True)  # Reach has no object
+    for share in (-0.1, 1.5, float("nan"), 1e308):
+        with pytest.raises(ValueError, match=r"floor_goals must be a share in \[0, 1\]"):
+            gym.make(LIFT, floor_goals=share)
 
 
 # --- goals, rewards, success --------------------------------------------------------------------------
@@ -192,6 +196,43 @@ def test_object_goals_lie_in_their_bin_and_come_from_the_seed(env_id, bin_name):
             assert local[2] < top
         again, info = env.reset(seed=11)
         np.testing.assert_array_equal(again["desired_goal"], observation["desired_goal"])
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id, bin_name", [(LIFT, "pick_bin"), (PICK_PLACE, "drop_bin")])
+def test_floor_goals_lie_where_a_push_can_bring_the_object(env_id, bin_name):
+    """`floor_goals=1`: every goal at the height the chosen object rests at above its bin's floor, its xy drawn
+    as without them (the same RNG draws) and pulled in to half the object's largest size from the goal box's
+    sides; 0 (the default's xy): drawn in the bin's free space."""
+    floor, drawn = gym.make(env_id, floor_goals=1.0, one_object=True), gym.make(env_id, floor_goals=0.0, one_object=True)
+    try:
+        for seed in range(6):
+            observation, _ = floor.reset(seed=seed)
+            plain, _ = drawn.reset(seed=seed)
+            sim = floor.unwrapped.backend.sim
+            bin_floor = getattr(sim.scene, bin_name).to_world(getattr(sim.scene, bin_name).interior()[0])[2]
+            resting = observation["achieved_goal"][2] - sim.scene.pick_bin.to_world(sim.scene.pick_bin.interior()[0])[2]
+            assert observation["desired_goal"][2] == pytest.approx(bin_floor + resting, abs=1e-6)
+            assert plain["desired_goal"][2] != observation["desired_goal"][2]
+            half = float(np.max(observation["observation"][-3:])) / 2  # the compact observation ends with the size
+            low, high = goal._inside(floor.unwrapped.config, (bin_name,))
+            low, high = low[:2] + goal.GOAL_MARGIN + half, high[:2] - goal.GOAL_MARGIN - half
+            np.testing.assert_allclose(observation["desired_goal"][:2], np.clip(plain["desired_goal"][:2], low, high),
+                                       atol=1e-6)
+    finally:
+        floor.close()
+        drawn.close()
+
+
+def test_half_the_goals_lie_on_the_floor_by_default():
+    env = gym.make(LIFT, one_object=True)
+    try:
+        on_floor = 0
+        for seed in range(40):
+            observation, _ = env.reset(seed=seed)
+            on_floor += bool(observation["desired_goal"][2] == observation["achieved_goal"][2])
+        assert 10 <= on_floor <= 30, on_floor
     finally:
         env.close()
 
