@@ -211,3 +211,30 @@ def test_the_bins_outer_size_inner_walls_and_floor_are_the_seeds_measured_with_r
     low, high = drop.interior()
     np.testing.assert_allclose(low, [-length / 2 + t, -width / 2 + t, t])
     np.testing.assert_allclose(high, [length / 2 - t, width / 2 - t, height])
+
+
+def test_spawn_anywhere_drops_objects_all_over_the_pick_bin(config):
+    """`scene.spawn: anywhere`: the objects settle at places all over the pick bin, not only in the rows by one
+    wall the default drops them in (its first row's objects all rest within 3 cm of that wall)."""
+    import dataclasses
+
+    from binpick_sim.cell.bin_picking_sim import BinPickingSim
+
+    pick_bin = dataclasses.replace(config.scene.pick_bin, min_objects=1, max_objects=1)
+    ys = {}
+    for spawn in ("rows", "anywhere"):
+        sim = BinPickingSim(dataclasses.replace(config, scene=dataclasses.replace(config.scene, pick_bin=pick_bin,
+                                                                                  spawn=spawn)))
+        try:
+            ys[spawn] = []
+            for seed in range(8):
+                sim.reset(seed=seed)
+                (obj,) = sim.scene.objects
+                assert sim.scene.pick_bin.contains(sim.scene.object_position(obj))
+                ys[spawn].append(sim.scene.pick_bin.to_local(sim.scene.object_position(obj))[1])
+        finally:
+            sim.close()
+    wall = sim.scene.pick_bin.interior()[0][1]
+    assert max(ys["rows"]) - wall < 0.03
+    assert max(ys["anywhere"]) - wall > 0.06 and np.ptp(ys["anywhere"]) > 0.05
+

@@ -66,6 +66,7 @@ def test_every_required_key_is_named_when_missing(tmp_path, scene_data):
     ("scene.object_set", "validation", "scene.object_set: expected one of"),
     ("scene.object_set", "cubes", "scene.object_set: expected one of ['train', 'test', 'cube']"),
     ("scene.object_set", ["cube"], "scene.object_set: expected one of"),
+    ("scene.spawn", "everywhere", "scene.spawn: expected one of ['rows', 'anywhere']"),
     ("simulation.timestep", -1, "simulation.timestep: must be > 0"),
     ("simulation.gui", "yes", "simulation.gui: expected true or false"),
     ("arm.home", [0.0] * 7, "arm.home: needs 9 values"),
