@@ -46,6 +46,9 @@ SUCCESS_TARGET = 0.95  # the Reach comparison: steps until the held-out success 
 HYPERPARAMETERS = dict(learning_rate=1e-3, gamma=0.95, tau=0.05, batch_size=256, learning_starts=1000,
                        train_freq=1, gradient_steps=1, net_arch=[256, 256])
 HER = dict(n_sampled_goal=4, goal_selection_strategy="future")
+# The HER paper's pick-and-place curriculum: half the training episodes start with the object in the gripper
+# (evaluation starts as the task does)
+GRASPED = {"grasped_starts": 0.5}
 
 
 @dataclass(frozen=True)
@@ -56,15 +59,18 @@ class Task:
     env_id: str
     kwargs: dict = field(default_factory=dict)
     long: bool = False  # the longer budget (--long-steps)
+    curriculum: dict = field(default_factory=dict)  # the training env's arguments besides `kwargs` (not evaluated)
 
-    def make(self, reward_type: str = "sparse"):
-        """The env with `reward_type` (panda-gym's dense tasks are ids of their own: PandaReachDense-v3)."""
+    def make(self, reward_type: str = "sparse", training: bool = False):
+        """The env with `reward_type` (panda-gym's dense tasks are ids of their own: PandaReachDense-v3); the
+        training env (`training`) with the curriculum's arguments too, the evaluated one without."""
         import gymnasium as gym
 
         if self.env_id.startswith("binpick_sim/"):
             import binpick_sim.envs  # noqa: F401  (registers the ids)
 
-            return gym.make(self.env_id, reward_type=reward_type, **self.kwargs)
+            return gym.make(self.env_id, reward_type=reward_type, **self.kwargs,
+                            **(self.curriculum if training else {}))
         import panda_gym  # noqa: F401  (registers PandaReach-v3 & co.)
 
         return gym.make(self.env_id.replace("-v3", "Dense-v3") if reward_type == "dense" else self.env_id, **self.kwargs)
@@ -75,6 +81,9 @@ TASKS = {task.name: task for task in (
     Task("PandaReach-v3", "PandaReach-v3"),
     Task("FrankaLift-v0", "binpick_sim/FrankaLift-v0", long=True),
     Task("FrankaLift-v0:one_object", "binpick_sim/FrankaLift-v0", {"one_object": True}, long=True),
+    Task("FrankaLift-v0:grasped_starts", "binpick_sim/FrankaLift-v0", long=True, curriculum=GRASPED),
+    Task("FrankaLift-v0:one_object:grasped_starts", "binpick_sim/FrankaLift-v0", {"one_object": True}, long=True,
+         curriculum=GRASPED),
     Task("FrankaPickPlace-v0", "binpick_sim/FrankaPickPlace-v0", long=True),
 )}
 DEFAULT_ENVS = ("FrankaReach-v0", "PandaReach-v3", "FrankaLift-v0", "FrankaPickPlace-v0")
@@ -129,7 +138,7 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
 
     torch.set_num_threads(threads)
     seeds = tuple(seeds)
-    env, eval_env = task.make(reward_type), task.make(reward_type)
+    env, eval_env = task.make(reward_type, training=True), task.make(reward_type)
     still = np.zeros(eval_env.action_space.shape, np.float32)
     reference = evaluate(eval_env, lambda _: still, seeds)
     log(f"{task.name}: zero-action policy on seeds {seeds[0]}-{seeds[-1]}: success {reference['success']:.0%} "
@@ -143,7 +152,8 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
     clock = {"start": time.perf_counter(), "evaluating": 0.0}
     import stable_baselines3
 
-    result = {"env": task.env_id, "name": task.name, "env_kwargs": task.kwargs, "algorithm": "SAC",
+    result = {"env": task.env_id, "name": task.name, "env_kwargs": task.kwargs, "curriculum": task.curriculum,
+              "algorithm": "SAC",
               "replay_buffer": "HerReplayBuffer", "her": HER, "hyperparameters": HYPERPARAMETERS,
               "reward_type": reward_type, "episode_steps": env.spec.max_episode_steps, "seed": seed,
               "torch_threads": threads, "eval_seeds": list(seeds), "budget": steps,

@@ -52,6 +52,7 @@ DISTANCE_THRESHOLD = 0.02  # m: Lift's and PickPlace's success radius (panda-gym
 REACH_THRESHOLD = 0.05  # m: Reach's, panda-gym's PandaReach-v3's (the like-for-like comparison of bench.her)
 FLOOR_GOALS = 0.5  # Lift's and PickPlace's share of goals at the height the chosen object rests at, where a push
 #                    can bring it (Gymnasium-Robotics' FetchPickAndPlace puts half its goals on the table)
+GRASP_LIFT = 0.03  # m a grasped start raises the object above where it lay
 GOAL_MARGIN = 0.01  # m kept from the bin's walls, floor and the grab height when drawing a goal
 SPAWN_CLEARANCE = 0.13  # m above the pick bin's underside: the arm's home, clear of the objects as they are
 #                         dropped in (the spawn grid's third layer is 9.25 cm up, its objects 1.5 cm around it)
@@ -304,16 +305,50 @@ class FrankaLiftEnv(FrankaGoalEnv):
     (`scene.spawn: anywhere`, not by a wall, where no push moves it away), the first step of a curriculum.
     Actions [dx, dy, dz, gripper]."""
 
-    def __init__(self, config_file=None, one_object: bool = False, floor_goals: float = FLOOR_GOALS, **kwargs):
+    def __init__(self, config_file=None, one_object: bool = False, floor_goals: float = FLOOR_GOALS,
+                 grasped_starts: float = 0.0, **kwargs):
         """`floor_goals`: the share of goals drawn at the height the chosen object rests at (with one object, on
         the bin's floor), where a push reaches them before a grasp is learnt: panda-gym's Pick-and-Place draws 30 %
-        of its goals on the table, Gymnasium-Robotics' FetchPickAndPlace 50 %."""
+        of its goals on the table, Gymnasium-Robotics' FetchPickAndPlace 50 %. `grasped_starts`: the share of
+        episodes that start with the chosen object taken into the gripper (`_take_the_object`), a curriculum for
+        training (the HER paper's pick-and-place started half its training episodes with the box grasped);
+        evaluate with 0, the task's own start."""
         self.one_object = bool(one_object)
-        self.floor_goals = float(floor_goals)
-        if not 0.0 <= self.floor_goals <= 1.0:
-            raise ValueError(f"floor_goals must be a share in [0, 1], got {floor_goals!r}")
+        self.floor_goals, self.grasped_starts = float(floor_goals), float(grasped_starts)
+        for name, share in (("floor_goals", floor_goals), ("grasped_starts", grasped_starts)):
+            if not 0.0 <= float(share) <= 1.0:
+                raise ValueError(f"{name} must be a share in [0, 1], got {share!r}")
         super().__init__(config_file, **kwargs)
-        self._init_kwargs.update(one_object=self.one_object, floor_goals=self.floor_goals)
+        self._init_kwargs.update(one_object=self.one_object, floor_goals=self.floor_goals,
+                                 grasped_starts=self.grasped_starts)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """The goal env's reset; then, in a `grasped_starts` share of episodes (a draw of the env's RNG after the
+        goal's, whatever the share), the object taken into the gripper, the episode starting from there."""
+        observation, info = super().reset(seed=seed, options=options)
+        if self.np_random.random() < self.grasped_starts and self.chosen >= 0:
+            self._take_the_object()
+            self.episode_start = self.last.stamp
+            self._previous, self._ee_velocity = None, np.zeros(3)
+            observation, info = self._observation(self.last), self._info(self.last)
+        return observation, info
+
+    def _take_the_object(self) -> None:
+        """Scripted, with the env's own delta commands (so on either backend alike): over the chosen object, down
+        until the grasp point is at its centre (or as low as the box allows), the gripper closed, then GRASP_LIFT
+        up. A grasp can miss (an object too wide for the 4 cm opening, or tipped over): the episode starts from
+        wherever it left things."""
+        x, y, z = self.achieved.tolist()
+        low = max(z, float(self.box[0][2]))
+        plan = (((x, y, float(self.last.ee_position[2])), 1.0, 3), ((x, y, low), 1.0, 3), ((x, y, low), -1.0, 3),
+                ((x, y, low + GRASP_LIFT), -1.0, 2))
+        for target, gripper, count in plan:
+            for _ in range(count):  # steps of at most dv per axis, as the agent's
+                motion = np.clip(np.asarray(target) - np.asarray(self.last.ee_position, float), -self.dv, self.dv)
+                self.last = self.backend.step("delta", np.array([*motion.tolist(), 0.0, gripper]),
+                                              self.config.task.steps_per_action)
+        self.gripper_open = False
+        self._see(self.last)
 
     def _scene(self, config):
         if self.one_object:

@@ -95,3 +95,17 @@ def test_bench_her_runs_the_chosen_envs_and_writes_the_curves(tmp_path):
     assert report["reach_comparison"] is None  # PandaReach-v3 did not run
     assert (tmp_path / "her_frankareach_v0.png").stat().st_size > 0
     assert (tmp_path / "her_frankalift_v0_one_object.png").stat().st_size > 0
+
+
+def test_a_curriculum_shapes_the_training_env_alone():
+    """`FrankaLift-v0:one_object:grasped_starts`: the training env starts half its episodes with the object
+    grasped; the evaluated one is the task's own (what the held-out success is measured on)."""
+    task = her.TASKS["FrankaLift-v0:one_object:grasped_starts"]
+    training, evaluated = task.make(training=True), task.make()
+    try:
+        assert (training.unwrapped.grasped_starts, evaluated.unwrapped.grasped_starts) == (0.5, 0.0)
+        assert training.unwrapped.one_object and evaluated.unwrapped.one_object
+    finally:
+        training.close()
+        evaluated.close()
+

@@ -90,11 +90,12 @@ def test_the_same_seed_and_actions_give_the_same_episode_whatever_ran_before(env
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", IDS)
-def test_both_backends_give_the_same_episode_bit_for_bit(env_id):
+@pytest.mark.parametrize("env_id, options", [*((i, {}) for i in IDS), (LIFT, {"grasped_starts": 1.0})])
+def test_both_backends_give_the_same_episode_bit_for_bit(env_id, options):
     """The start pose, the object, the goal, every observation, reward and info: the ROS backend's sim runs
-    the scene as the env changed it (home, task rules) and its replies carry every float exactly."""
-    direct, ros = gym.make(env_id), gym.make(env_id, backend="ros")
+    the scene as the env changed it (home, task rules) and its replies carry every float exactly; a grasped
+    start is the env's own commands on either."""
+    direct, ros = gym.make(env_id, **options), gym.make(env_id, backend="ros", **options)
     try:
         steps = actions(direct, count=8)
         assert same(episode(direct, 3, steps), episode(ros, 3, steps))
@@ -108,7 +109,7 @@ def test_both_backends_give_the_same_episode_bit_for_bit(env_id):
 @pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)])
 def test_a_goal_env_pickles_as_its_constructor_arguments(dumps, loads, env_id, backend):
     options = {"dv": 0.03, "distance_threshold": 0.03,
-               **({} if env_id == REACH else {"one_object": True, "floor_goals": 0.5})}
+               **({} if env_id == REACH else {"one_object": True, "floor_goals": 0.25, "grasped_starts": 0.5})}
     env = gym.make(env_id, backend=backend, **options)
     try:
         steps = actions(env, count=3)
@@ -134,8 +135,9 @@ def test_bad_arguments_are_refused():
     with pytest.raises(TypeError, match="unknown argument"):
         gym.make(REACH, one_object=True)  # Reach has no object
     for share in (-0.1, 1.5, float("nan"), 1e308):
-        with pytest.raises(ValueError, match=r"floor_goals must be a share in \[0, 1\]"):
-            gym.make(LIFT, floor_goals=share)
+        for name in ("floor_goals", "grasped_starts"):
+            with pytest.raises(ValueError, match=rf"{name} must be a share in \[0, 1\]"):
+                gym.make(LIFT, **{name: share})
 
 
 # --- goals, rewards, success --------------------------------------------------------------------------
@@ -223,6 +225,27 @@ def test_floor_goals_lie_where_a_push_can_bring_the_object(env_id, bin_name):
     finally:
         floor.close()
         drawn.close()
+
+
+def test_a_grasped_start_holds_the_object_above_where_it_lay():
+    """`grasped_starts=1`: every episode starts after the env's scripted grasp, step 0, the gripper closed; in
+    most the object is held (it stays up through steps that keep the gripper closed), in the others it lies
+    where the miss left it."""
+    env, plain = gym.make(LIFT, grasped_starts=1.0, one_object=True), gym.make(LIFT, one_object=True)
+    try:
+        held = 0
+        for seed in range(6):
+            observation, info = env.reset(seed=seed)
+            resting, _ = plain.reset(seed=seed)
+            assert info["episode_time"] == 0.0 and not env.unwrapped.gripper_open
+            np.testing.assert_array_equal(observation["desired_goal"], resting["desired_goal"])  # the same goal
+            for _ in range(3):
+                observation, *_ = env.step(np.array([0.0, 0.0, 0.0, -1.0], np.float32))
+            held += bool(observation["achieved_goal"][2] > resting["achieved_goal"][2] + 0.015)
+        assert held >= 4, held
+    finally:
+        env.close()
+        plain.close()
 
 
 def test_half_the_goals_lie_on_the_floor_by_default():
