@@ -16,8 +16,8 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
 - Resets: a seeded reset to a new layout (a new seed each time), and a reset to the same layout (the same
   seed again), median and p95.
 - Starts (wall time, other processes involved): `gym.make(..., backend="ros")` to the first observation and
-  `close()`; `sim` started to its first `/clock`; `rollouts --episodes 10 --workers 1` against the time its
-  episodes' own stepping takes in this process.
+  `close()`; `sim` started to its first `/clock`; Gymnasium's `check_env` over ROS against the direct backend;
+  `rollouts --episodes 10 --workers 1` against the time its episodes' own stepping takes in this process.
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ GROWTH_STEPS = 100  # env steps per env per round of the growth rows
 RESETS = 20
 PEER_ID = "PandaPickAndPlace-v3"
 ROLLOUT_EPISODES = 10
+CHECK_ROUNDS = 3
 
 
 class Episodes:
@@ -273,8 +274,36 @@ def starts() -> list[Figure]:
                 Figure(GROUP, "ROS backend: close(), median of 3", median(closed), "s")]
     figures.append(Figure(GROUP, "sim started to its first /clock, median of 3",
                           median([first_clock() for _ in range(3)]), "s"))
+    figures.append(check_env_over_ros())
     figures.append(rollouts_against_its_episodes())
     return figures
+
+
+def check_env_over_ros() -> Figure:
+    """Gymnasium's `check_env` on FrankaDelta-v0 (state) over ROS against the direct backend, taking turns
+    (CHECK_ROUNDS), wall time from `gym.make` to the check's end: the ROS backend's start is in it, as it is
+    in a user's first check."""
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    def checked(backend: str) -> float:
+        start = time.perf_counter()
+        env = gym.make("binpick_sim/FrankaDelta-v0", observation="state", backend=backend)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # recommendations about the unbounded observation boxes
+                check_env(env.unwrapped, skip_render_check=True)
+            return time.perf_counter() - start
+        finally:
+            env.close()
+
+    ros, direct = [], []
+    for _ in range(CHECK_ROUNDS):
+        ros.append(checked("ros"))
+        direct.append(checked("direct"))
+    return Figure(GROUP, f"Gymnasium's check_env over ROS against the direct backend (median of {CHECK_ROUNDS}, the "
+                  "ROS start included)", median(ros), "s", median(direct), ratios=per_round(ros, direct))
 
 
 def first_clock() -> float:

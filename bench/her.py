@@ -85,6 +85,7 @@ TASKS = {task.name: task for task in (
     Task("FrankaLift-v0:one_object:grasped_starts", "binpick_sim/FrankaLift-v0", {"one_object": True}, long=True,
          curriculum=GRASPED),
     Task("FrankaPickPlace-v0", "binpick_sim/FrankaPickPlace-v0", long=True),
+    Task("PandaPickAndPlace-v3", "PandaPickAndPlace-v3", long=True),  # the peer of Lift's and PickPlace's runs
 )}
 DEFAULT_ENVS = ("FrankaReach-v0", "PandaReach-v3", "FrankaLift-v0", "FrankaPickPlace-v0")
 REACH_PAIR = ("FrankaReach-v0", "PandaReach-v3")
@@ -282,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         require("make bench-her", "stable_baselines3", "torch")
-        if "PandaReach-v3" in args.envs:
-            require("make bench-her (PandaReach-v3)", "panda_gym")
+        if any(name.startswith("Panda") for name in args.envs):
+            require("make bench-her (panda-gym's envs)", "panda_gym")
     except MissingExtra as exc:
         print(f"bench-her: error: {exc}", file=sys.stderr)
         return 2
