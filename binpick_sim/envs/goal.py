@@ -379,7 +379,7 @@ class FrankaLiftEnv(FrankaGoalEnv):
         the object's largest size from the walls. One draw of the env's RNG whatever the share."""
         if self.np_random.random() >= self.floor_goals or self.chosen < 0:
             return goal
-        half = float(np.max(self._object[13:16])) / 2
+        half = float(np.max(self._object[13:16])) / 2  # the object's size: the last three compact fields
         goal[:2] = np.clip(goal[:2], low[:2] + half, np.maximum(high[:2] - half, low[:2] + half))
         resting = self.achieved[2] - _inside(self.config, ("pick_bin",))[0][2]
         goal[2] = _inside(self.config, (bin_name,))[0][2] + resting
@@ -389,10 +389,11 @@ class FrankaLiftEnv(FrankaGoalEnv):
 class FrankaPickPlaceEnv(FrankaLiftEnv):
     """Carry the chosen object from the pick bin into the drop bin: the goal is drawn uniformly inside the drop
     bin (GOAL_MARGIN from its walls and floor, up to its rim), in a `floor_goals` share of episodes at the height
-    above the drop bin's floor the object rests at above the pick bin's (set down, not dropped). The grasp point moves over both bins, up to
-    CARRY_HEIGHT above the rims; nothing lifted is taken away, and an object let go outside the bins' volume
-    (over the gap, or above twice a bin's height) is removed as the task removes any, its `achieved_goal`
-    staying where it was last seen. Actions [dx, dy, dz, gripper]; `one_object` as FrankaLift's."""
+    above the drop bin's floor the object rests at above the pick bin's (set down, not dropped). The grasp point
+    moves over both bins, up to CARRY_HEIGHT above the rims; nothing lifted is taken away, and an object let go
+    outside the bins' volume (over the gap, or above twice a bin's height) is removed as the task removes any,
+    its `achieved_goal` staying where it was last seen. Actions [dx, dy, dz, gripper]; `one_object` and
+    `grasped_starts` as FrankaLift's."""
 
     _box = FrankaGoalEnv._box
 

@@ -207,7 +207,8 @@ def test_floor_goals_lie_where_a_push_can_bring_the_object(env_id, bin_name):
     """`floor_goals=1`: every goal at the height the chosen object rests at above its bin's floor, its xy drawn
     as without them (the same RNG draws) and pulled in to half the object's largest size from the goal box's
     sides; 0 (the default's xy): drawn in the bin's free space."""
-    floor, drawn = gym.make(env_id, floor_goals=1.0, one_object=True), gym.make(env_id, floor_goals=0.0, one_object=True)
+    floor = gym.make(env_id, floor_goals=1.0, one_object=True)
+    drawn = gym.make(env_id, floor_goals=0.0, one_object=True)
     try:
         for seed in range(6):
             observation, _ = floor.reset(seed=seed)
