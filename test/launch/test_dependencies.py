@@ -120,6 +120,23 @@ def normalised(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def test_a_package_pinned_for_the_one_venv_has_one_version():
+    """The requirements files the Makefile installs into the project's venv (`$(PY) -m pip install --requirement`:
+    requirements.txt and the extras) pin a package they share at one version: two pins would leave the later
+    install to break the earlier extra (pillow 13 for bench-her's matplotlib under moviepy's < 12). The docs'
+    venv is its own."""
+    makefile = (REPO / "Makefile").read_text()
+    files = re.findall(r"^\t\$\(PY\) -m pip install --quiet --requirement (\S+)$", makefile, re.MULTILINE)
+    assert {"requirements.txt", "requirements-her.txt", "requirements-video.txt"} <= set(files)
+    versions: dict[str, set[tuple[str, str]]] = {}
+    for path in (REPO / name for name in files):
+        for line in path.read_text().splitlines():
+            if match := re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;#]+)", line.strip()):
+                versions.setdefault(normalised(match.group(1)), set()).add((match.group(3), path.name))
+    conflicting = {name: sorted(pins) for name, pins in versions.items() if len({v for v, _ in pins}) > 1}
+    assert conflicting == {}
+
+
 def test_every_imported_package_is_pinned_in_a_requirements_file_or_declared_in_package_xml():
     """Every import counts, at the top of a module or in a function: a lazy import is still one a command
     reaches. A module of no distribution installed here is not pinned either."""
