@@ -49,6 +49,9 @@ HER = dict(n_sampled_goal=4, goal_selection_strategy="future")
 # The HER paper's pick-and-place curriculum: half the training episodes start with the object in the gripper
 # (evaluation starts as the task does)
 GRASPED = {"grasped_starts": 0.5}
+# ... and a success radius that starts at panda-gym's 5 cm and tightens to the task's as the learner succeeds
+TIGHTENING = {**GRASPED, "distance_threshold": 0.05}
+TIGHTEN_AFTER, TIGHTEN_AT, TIGHTEN_BY = 50, 0.5, 0.005  # episodes, their success, metres
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ TASKS = {task.name: task for task in (
     Task("FrankaLift-v0:grasped_starts", "binpick_sim/FrankaLift-v0", long=True, curriculum=GRASPED),
     Task("FrankaLift-v0:one_object:grasped_starts", "binpick_sim/FrankaLift-v0", {"one_object": True}, long=True,
          curriculum=GRASPED),
+    Task("FrankaLift-v0:one_object:grasped_starts:tightening", "binpick_sim/FrankaLift-v0", {"one_object": True},
+         long=True, curriculum=TIGHTENING),
     Task("FrankaPickPlace-v0", "binpick_sim/FrankaPickPlace-v0", long=True),
     Task("PandaPickAndPlace-v3", "PandaPickAndPlace-v3", long=True),  # the peer of Lift's and PickPlace's runs
 )}
@@ -177,8 +182,11 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
         if on_point is not None:
             on_point(result)
 
+    radius = Tightening(env.unwrapped, eval_env.unwrapped, log)
+
     class Every(BaseCallback):
         def _on_step(self) -> bool:
+            radius.after_step(self.locals["dones"], self.locals["infos"], self.num_timesteps)
             if self.num_timesteps % eval_every == 0:
                 point(self.num_timesteps)
             return True
@@ -192,6 +200,28 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
     env.close()
     eval_env.close()
     return result
+
+
+class Tightening:
+    """A success radius that tightens as the learner succeeds: where the training env's `distance_threshold`
+    (a curriculum's) is wider than the evaluated env's, it narrows by TIGHTEN_BY each time the last TIGHTEN_AFTER
+    training episodes ended in success at least TIGHTEN_AT of the time, down to the evaluated radius. HER
+    relabels with the env's `compute_reward`, so its relabelled rewards follow the radius at once."""
+
+    def __init__(self, training, evaluated, log: Callable[[str], None]):
+        self.env, self.goal, self.log = training, getattr(evaluated, "distance_threshold", None), log
+        self.recent: list[bool] = []
+
+    def after_step(self, dones, infos, steps: int) -> None:
+        if self.goal is None or self.env.distance_threshold <= self.goal:
+            return
+        for done, info in zip(dones, infos):
+            if done:
+                self.recent = (self.recent + [bool(info.get("is_success", False))])[-TIGHTEN_AFTER:]
+        if len(self.recent) == TIGHTEN_AFTER and np.mean(self.recent) >= TIGHTEN_AT:
+            self.env.distance_threshold = max(self.goal, round(self.env.distance_threshold - TIGHTEN_BY, 6))
+            self.recent = []
+            self.log(f"{steps} steps: the training radius tightens to {100 * self.env.distance_threshold:.1f} cm")
 
 
 def compare_reach(runs: dict) -> dict | None:

@@ -109,3 +109,28 @@ def test_a_curriculum_shapes_the_training_env_alone():
         training.close()
         evaluated.close()
 
+
+
+def test_the_training_radius_tightens_as_the_learner_succeeds_down_to_the_evaluated_one():
+    """bench.her.Tightening: after TIGHTEN_AFTER episodes with TIGHTEN_AT success, TIGHTEN_BY narrower; never below
+    the evaluated env's radius; nothing where the two are the same."""
+    from types import SimpleNamespace
+
+    training, evaluated = SimpleNamespace(distance_threshold=0.05), SimpleNamespace(distance_threshold=0.02)
+    logged = []
+    radius = her.Tightening(training, evaluated, logged.append)
+    for episode in range(her.TIGHTEN_AFTER - 1):
+        radius.after_step([True], [{"is_success": True}], episode)
+    radius.after_step([False], [{"is_success": True}], 0)  # not an episode's end: not counted
+    assert training.distance_threshold == 0.05
+    radius.after_step([True], [{"is_success": True}], 99)
+    assert training.distance_threshold == pytest.approx(0.05 - her.TIGHTEN_BY) and "4.5 cm" in logged[-1]
+    for _ in range(her.TIGHTEN_AFTER):  # failures: stays
+        radius.after_step([True], [{"is_success": False}], 0)
+    assert training.distance_threshold == pytest.approx(0.045)
+    for _ in range(20 * her.TIGHTEN_AFTER):
+        radius.after_step([True], [{"is_success": True}], 0)
+    assert training.distance_threshold == 0.02
+    same = SimpleNamespace(distance_threshold=0.02)
+    her.Tightening(same, evaluated, logged.append).after_step([True] * 100, [{"is_success": True}] * 100, 0)
+    assert same.distance_threshold == 0.02
