@@ -237,4 +237,3 @@ def test_spawn_anywhere_drops_objects_all_over_the_pick_bin(config):
     wall = sim.scene.pick_bin.interior()[0][1]
     assert max(ys["rows"]) - wall < 0.03
     assert max(ys["anywhere"]) - wall > 0.06 and np.ptp(ys["anywhere"]) > 0.05
-

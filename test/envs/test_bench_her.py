@@ -110,7 +110,6 @@ def test_a_curriculum_shapes_the_training_env_alone():
         evaluated.close()
 
 
-
 def test_the_training_radius_tightens_as_the_learner_succeeds_down_to_the_evaluated_one():
     """bench.her.Tightening: after TIGHTEN_AFTER episodes with TIGHTEN_AT success, TIGHTEN_BY narrower; never below
     the evaluated env's radius; nothing where the two are the same."""

@@ -214,9 +214,10 @@ def test_floor_goals_lie_where_a_push_can_bring_the_object(env_id, bin_name):
             observation, _ = floor.reset(seed=seed)
             plain, _ = drawn.reset(seed=seed)
             sim = floor.unwrapped.backend.sim
-            bin_floor = getattr(sim.scene, bin_name).to_world(getattr(sim.scene, bin_name).interior()[0])[2]
-            resting = observation["achieved_goal"][2] - sim.scene.pick_bin.to_world(sim.scene.pick_bin.interior()[0])[2]
-            assert observation["desired_goal"][2] == pytest.approx(bin_floor + resting, abs=1e-6)
+            box, pick_bin = getattr(sim.scene, bin_name), sim.scene.pick_bin
+            resting = observation["achieved_goal"][2] - pick_bin.to_world(pick_bin.interior()[0])[2]
+            floor_height = box.to_world(box.interior()[0])[2]
+            assert observation["desired_goal"][2] == pytest.approx(floor_height + resting, abs=1e-6)
             assert plain["desired_goal"][2] != observation["desired_goal"][2]
             half = float(np.max(observation["observation"][-3:])) / 2  # the compact observation ends with the size
             low, high = goal._inside(floor.unwrapped.config, (bin_name,))
