@@ -61,6 +61,15 @@ def test_check_env_timelimit_and_the_goal_dict(env_id, backend):
         env.close()
 
 
+def test_gymnasiums_checker_takes_the_curriculum_options():
+    """Grasped starts and floor goals on every episode: Gymnasium's check_env (its reset determinism included)."""
+    env = gym.make(LIFT, one_object=True, grasped_starts=1.0, floor_goals=1.0)
+    try:
+        checked(env)
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_the_episode_is_truncated_at_the_registered_limit(env_id):
     env = gym.make(env_id, max_episode_steps=3)

@@ -106,14 +106,15 @@ def imported_modules(folder: Path) -> set[str]:
     return modules - set(sys.stdlib_module_names) - {"binpick_sim"}
 
 
+def pins(path: Path) -> list[tuple[str, str]]:
+    """(distribution as PEP 503 normalises it, version) of every `name==version` line of a requirements file."""
+    return [(normalised(match.group(1)), match.group(3)) for line in path.read_text().splitlines()
+            if (match := re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;#]+)", line.strip()))]
+
+
 def pinned_distributions() -> set[str]:
     """The distributions every requirements file pins (`name==version`), named as PEP 503 normalises them."""
-    names = set()
-    for path in REPO.glob("requirements*.txt"):
-        for line in path.read_text().splitlines():
-            if match := re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==", line.strip()):
-                names.add(normalised(match.group(1)))
-    return names
+    return {name for path in REPO.glob("requirements*.txt") for name, _ in pins(path)}
 
 
 def normalised(name: str) -> str:
@@ -130,9 +131,8 @@ def test_a_package_pinned_for_the_one_venv_has_one_version():
     assert {"requirements.txt", "requirements-her.txt", "requirements-video.txt"} <= set(files)
     versions: dict[str, set[tuple[str, str]]] = {}
     for path in (REPO / name for name in files):
-        for line in path.read_text().splitlines():
-            if match := re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s;#]+)", line.strip()):
-                versions.setdefault(normalised(match.group(1)), set()).add((match.group(3), path.name))
+        for name, version in pins(path):
+            versions.setdefault(name, set()).add((version, path.name))
     conflicting = {name: sorted(pins) for name, pins in versions.items() if len({v for v, _ in pins}) > 1}
     assert conflicting == {}
 
