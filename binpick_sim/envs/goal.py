@@ -329,7 +329,8 @@ class FrankaLiftEnv(FrankaGoalEnv):
         if self.np_random.random() < self.grasped_starts and self.chosen >= 0:
             self._take_the_object()
             self.episode_start = self.last.stamp
-            self._previous, self._ee_velocity = None, np.zeros(3)
+            self._previous, self._ee_velocity = None, np.zeros(3)  # the episode's motion starts here
+            self._see(self.last)
             observation, info = self._observation(self.last), self._info(self.last)
         return observation, info
 
@@ -348,7 +349,6 @@ class FrankaLiftEnv(FrankaGoalEnv):
                 self.last = self.backend.step("delta", np.array([*motion.tolist(), 0.0, gripper]),
                                               self.config.task.steps_per_action)
         self.gripper_open = False
-        self._see(self.last)
 
     def _scene(self, config):
         if self.one_object:

@@ -259,6 +259,18 @@ def test_a_grasped_start_holds_the_object_above_where_it_lay():
         plain.close()
 
 
+def test_a_grasped_start_reports_the_grasp_points_velocity_from_the_first_step():
+    """The episode's motion starts after the grasp: the first step's velocity is that step's motion (it read 0)."""
+    env = gym.make(LIFT, grasped_starts=1.0, one_object=True)
+    try:
+        observation, _ = env.reset(seed=1)
+        assert not observation["observation"][3:6].any()
+        observation, *_ = env.step(np.array([1.0, 0.0, 0.0, -1.0], np.float32))
+        assert observation["observation"][3] > 0.1  # m/s along +x: 4 cm in the step's 0.1 s, less the arm's lag
+    finally:
+        env.close()
+
+
 def test_half_the_goals_lie_on_the_floor_by_default():
     env = gym.make(LIFT, one_object=True)
     try:
