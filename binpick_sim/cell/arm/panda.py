@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ik import clip
+from numpy.core.umath import clip  # np.clip's own ufunc (cell/arm/ik.py says why)
 
 ROBOT_NAME = "panda"  # the arm's name in reasoning answers and entity lists when the scene has one arm
 ARM_JOINT_NAMES = tuple(f"panda_joint{i}" for i in range(1, 8))
