@@ -87,6 +87,8 @@ TASKS = {task.name: task for task in (
     Task("FrankaLift-v0:grasped_starts", "binpick_sim/FrankaLift-v0", long=True, curriculum=GRASPED),
     Task("FrankaLift-v0:one_object:grasped_starts", "binpick_sim/FrankaLift-v0", {"one_object": True}, long=True,
          curriculum=GRASPED),
+    Task("FrankaLift-v0:one_object:over_object:grasped_starts", "binpick_sim/FrankaLift-v0",
+         {"one_object": True, "start_over_object": True}, long=True, curriculum=GRASPED),
     Task("FrankaLift-v0:one_object:grasped_starts:tightening", "binpick_sim/FrankaLift-v0", {"one_object": True},
          long=True, curriculum=TIGHTENING),
     Task("FrankaPickPlace-v0", "binpick_sim/FrankaPickPlace-v0", long=True),

@@ -53,6 +53,7 @@ REACH_THRESHOLD = 0.05  # m: Reach's, panda-gym's PandaReach-v3's (the like-for-
 FLOOR_GOALS = 0.5  # Lift's and PickPlace's share of goals at the height the chosen object rests at, where a push
 #                    can bring it (Gymnasium-Robotics' FetchPickAndPlace puts half its goals on the table)
 GRASP_LIFT = 0.03  # m a grasped start raises the object above where it lay
+START_OFFSET = 0.02  # m: a start over the object begins up to this far from above its centre, in x and in y
 GOAL_MARGIN = 0.01  # m kept from the bin's walls, floor and the grab height when drawing a goal
 SPAWN_CLEARANCE = 0.13  # m above the pick bin's underside: the arm's home, clear of the objects as they are
 #                         dropped in (the spawn grid's third layer is 9.25 cm up, its objects 1.5 cm around it)
@@ -306,28 +307,40 @@ class FrankaLiftEnv(FrankaGoalEnv):
     Actions [dx, dy, dz, gripper]."""
 
     def __init__(self, config_file=None, one_object: bool = False, floor_goals: float = FLOOR_GOALS,
-                 grasped_starts: float = 0.0, **kwargs):
+                 grasped_starts: float = 0.0, start_over_object: bool = False, **kwargs):
         """`floor_goals`: the share of goals drawn at the height the chosen object rests at (with one object, on
         the bin's floor), where a push reaches them before a grasp is learnt: panda-gym's Pick-and-Place draws 30 %
         of its goals on the table, Gymnasium-Robotics' FetchPickAndPlace 50 %. `grasped_starts`: the share of
         episodes that start with the chosen object taken into the gripper (`_take_the_object`), a curriculum for
         training (the HER paper's pick-and-place started half its training episodes with the box grasped);
-        evaluate with 0, the task's own start."""
-        self.one_object = bool(one_object)
+        evaluate with 0, the task's own start. `start_over_object`: the episode starts with the grasp point at its
+        start height over the chosen object (up to START_OFFSET off in x and y, drawn by the env's RNG), not over
+        the bin's centre, as robosuite's Lift starts its gripper over the cube."""
+        self.one_object, self.start_over_object = bool(one_object), bool(start_over_object)
         self.floor_goals, self.grasped_starts = float(floor_goals), float(grasped_starts)
         for name, share in (("floor_goals", floor_goals), ("grasped_starts", grasped_starts)):
             if not 0.0 <= float(share) <= 1.0:
                 raise ValueError(f"{name} must be a share in [0, 1], got {share!r}")
         super().__init__(config_file, **kwargs)
         self._init_kwargs.update(one_object=self.one_object, floor_goals=self.floor_goals,
-                                 grasped_starts=self.grasped_starts)
+                                 grasped_starts=self.grasped_starts, start_over_object=self.start_over_object)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """The goal env's reset; then, in a `grasped_starts` share of episodes (a draw of the env's RNG after the
         goal's, whatever the share), the object taken into the gripper, the episode starting from there."""
         observation, info = super().reset(seed=seed, options=options)
+        moved = False
+        if self.start_over_object and self.chosen >= 0:
+            x, y, _ = self.achieved.tolist()
+            dx, dy = self.np_random.uniform(-START_OFFSET, START_OFFSET, 2).tolist()
+            low, high = self.box
+            over = np.clip([x + dx, y + dy, float(self.last.ee_position[2])], low, high)
+            self._move(((tuple(over.tolist()), 1.0, 3),))
+            moved = True
         if self.np_random.random() < self.grasped_starts and self.chosen >= 0:
             self._take_the_object()
+            self.gripper_open, moved = False, True
+        if moved:
             self.episode_start = self.last.stamp
             self._previous, self._ee_velocity = None, np.zeros(3)  # the episode's motion starts here
             self._see(self.last)
@@ -341,14 +354,17 @@ class FrankaLiftEnv(FrankaGoalEnv):
         wherever it left things."""
         x, y, z = self.achieved.tolist()
         low = max(z, float(self.box[0][2]))
-        plan = (((x, y, float(self.last.ee_position[2])), 1.0, 3), ((x, y, low), 1.0, 3), ((x, y, low), -1.0, 3),
-                ((x, y, low + GRASP_LIFT), -1.0, 2))
+        self._move((((x, y, float(self.last.ee_position[2])), 1.0, 3), ((x, y, low), 1.0, 3), ((x, y, low), -1.0, 3),
+                    ((x, y, low + GRASP_LIFT), -1.0, 2)))
+
+    def _move(self, plan) -> None:
+        """(target, gripper, steps) in turn: `steps` delta commands toward each target (world, m), each at most dv
+        per axis as the agent's, the gripper opening (1) or closing (-1)."""
         for target, gripper, count in plan:
-            for _ in range(count):  # steps of at most dv per axis, as the agent's
+            for _ in range(count):
                 motion = np.clip(np.asarray(target) - np.asarray(self.last.ee_position, float), -self.dv, self.dv)
                 self.last = self.backend.step("delta", np.array([*motion.tolist(), 0.0, gripper]),
                                               self.config.task.steps_per_action)
-        self.gripper_open = False
 
     def _scene(self, config):
         if self.one_object:

@@ -99,7 +99,8 @@ def test_the_same_seed_and_actions_give_the_same_episode_whatever_ran_before(env
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id, options", [*((i, {}) for i in IDS), (LIFT, {"grasped_starts": 1.0})])
+@pytest.mark.parametrize("env_id, options", [*((i, {}) for i in IDS), (LIFT, {"grasped_starts": 1.0}),
+                                             (LIFT, {"start_over_object": True})])
 def test_both_backends_give_the_same_episode_bit_for_bit(env_id, options):
     """The start pose, the object, the goal, every observation, reward and info: the ROS backend's sim runs
     the scene as the env changed it (home, task rules) and its replies carry every float exactly; a grasped
@@ -118,7 +119,8 @@ def test_both_backends_give_the_same_episode_bit_for_bit(env_id, options):
 @pytest.mark.parametrize("dumps, loads", [(pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)])
 def test_a_goal_env_pickles_as_its_constructor_arguments(dumps, loads, env_id, backend):
     options = {"dv": 0.03, "distance_threshold": 0.03,
-               **({} if env_id == REACH else {"one_object": True, "floor_goals": 0.25, "grasped_starts": 0.5})}
+               **({} if env_id == REACH else {"one_object": True, "floor_goals": 0.25, "grasped_starts": 0.5,
+                                              "start_over_object": True})}
     env = gym.make(env_id, backend=backend, **options)
     try:
         steps = actions(env, count=3)
@@ -269,6 +271,38 @@ def test_a_grasped_start_reports_the_grasp_points_velocity_from_the_first_step()
         assert observation["observation"][3] > 0.1  # m/s along +x: 4 cm in the step's 0.1 s, less the arm's lag
     finally:
         env.close()
+
+
+def test_a_start_over_the_object_begins_above_it_with_the_same_object_and_goal():
+    """`start_over_object=True`: the episode starts at step 0 with the grasp point at the start height, within
+    START_OFFSET of above the chosen object in x and y, the gripper open, nothing touched; the object and goal
+    are the plain start's (drawn before), and with `grasped_starts=1` the object is taken from there."""
+    over, plain = gym.make(LIFT, one_object=True, start_over_object=True), gym.make(LIFT, one_object=True)
+    grasped = gym.make(LIFT, one_object=True, start_over_object=True, grasped_starts=1.0)
+    try:
+        offsets = []
+        for seed in range(6):
+            observation, info = over.reset(seed=seed)
+            resting, _ = plain.reset(seed=seed)
+            sim = over.unwrapped.backend.sim
+            np.testing.assert_array_equal(observation["desired_goal"], resting["desired_goal"])
+            # the object as it lay (3 steps later: at rest, within a micrometre)
+            np.testing.assert_allclose(observation["achieved_goal"], resting["achieved_goal"], atol=1e-5)
+            ee = observation["observation"][:3]
+            assert ee[2] == pytest.approx(sim.scene.pick_bin.to_world([0, 0, goal.START_HEIGHT])[2], abs=0.002)
+            offset = ee[:2] - observation["achieved_goal"][:2]
+            assert np.all(np.abs(offset) < goal.START_OFFSET + 0.002), offset
+            offsets.append(offset)
+            assert info["episode_time"] == 0.0 and over.unwrapped.gripper_open
+            assert not observation["observation"][3:6].any()
+            assert not [p for p in sim.arm.contacts() if p[2] in {o.body for o in sim.scene.objects}]
+            taken, _ = grasped.reset(seed=seed)
+            np.testing.assert_array_equal(taken["desired_goal"], resting["desired_goal"])
+            assert not grasped.unwrapped.gripper_open
+        assert np.ptp(np.array(offsets), axis=0).min() > 0.005  # drawn, not one fixed offset
+    finally:
+        for env in (over, plain, grasped):
+            env.close()
 
 
 def test_half_the_goals_lie_on_the_floor_by_default():
