@@ -162,8 +162,10 @@ bench: $(BENCH_STAMP)
 # panda-gym's PandaReach-v3 (requirements-bench.txt): its own extra, not in `make bench` (torch is large, and
 # the runs take hours on a CPU). HER_ARGS passes options on, e.g. HER_ARGS="--envs FrankaReach-v0 PandaReach-v3".
 HER_STAMP := $(VENV)/.her-installed
+# One retry of an index that does not answer (PyTorch's CPU index, where a local wheel folder serves torch): pip's
+# five retries of it, for every package, stalled this install for minutes on a machine without that index.
 $(HER_STAMP): $(STAMP) requirements-her.txt
-	$(PY) -m pip install --quiet --requirement requirements-her.txt
+	PIP_RETRIES=1 $(PY) -m pip install --quiet --requirement requirements-her.txt
 	@touch $@
 
 HER_ARGS ?=

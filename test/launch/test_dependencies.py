@@ -127,7 +127,7 @@ def test_a_package_pinned_for_the_one_venv_has_one_version():
     install to break the earlier extra (pillow 13 for bench-her's matplotlib under moviepy's < 12). The docs'
     venv is its own."""
     makefile = (REPO / "Makefile").read_text()
-    files = re.findall(r"^\t\$\(PY\) -m pip install --quiet --requirement (\S+)$", makefile, re.MULTILINE)
+    files = re.findall(r"^\t(?:[A-Z_]+=\S+ )*\$\(PY\) -m pip install --quiet --requirement (\S+)$", makefile, re.MULTILINE)
     assert {"requirements.txt", "requirements-her.txt", "requirements-video.txt"} <= set(files)
     versions: dict[str, set[tuple[str, str]]] = {}
     for path in (REPO / name for name in files):
