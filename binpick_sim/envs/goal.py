@@ -326,8 +326,9 @@ class FrankaLiftEnv(FrankaGoalEnv):
                                  grasped_starts=self.grasped_starts, start_over_object=self.start_over_object)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """The goal env's reset; then, in a `grasped_starts` share of episodes (a draw of the env's RNG after the
-        goal's, whatever the share), the object taken into the gripper, the episode starting from there."""
+        """The goal env's reset; then, with `start_over_object`, the grasp point moved over the chosen object (two
+        draws of the env's RNG after the goal's); then, in a `grasped_starts` share of episodes (a draw after those,
+        whatever the share), the object taken into the gripper; the episode starts from where these left it."""
         observation, info = super().reset(seed=seed, options=options)
         moved = False
         if self.start_over_object and self.chosen >= 0:

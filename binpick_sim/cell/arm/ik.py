@@ -34,6 +34,7 @@ from numpy.core.umath import clip  # np.clip's own ufunc, without its ~1 us of P
 
 from ..world import connect
 from .panda import PANDA_URDF
+
 TOLERANCE = 1e-4  # metres of grasp-target error at which refinement stops
 ROUNDS = 6  # refinement passes after the first, at most
 ITERATIONS = 10  # PyBullet's descent iterations per pass, at most (2.5-4.5 us each here)
