@@ -340,7 +340,7 @@ class FrankaLiftEnv(FrankaGoalEnv):
             moved = True
         if self.np_random.random() < self.grasped_starts and self.chosen >= 0:
             self._take_the_object()
-            self.gripper_open, moved = False, True
+            moved = True
         if moved:
             self.episode_start = self.last.stamp
             self._previous, self._ee_velocity = None, np.zeros(3)  # the episode's motion starts here
@@ -357,6 +357,7 @@ class FrankaLiftEnv(FrankaGoalEnv):
         low = max(z, float(self.box[0][2]))
         self._move((((x, y, float(self.last.ee_position[2])), 1.0, 3), ((x, y, low), 1.0, 3), ((x, y, low), -1.0, 3),
                     ((x, y, low + GRASP_LIFT), -1.0, 2)))
+        self.gripper_open = False
 
     def _move(self, plan) -> None:
         """(target, gripper, steps) in turn: `steps` delta commands toward each target (world, m), each at most dv

@@ -166,7 +166,7 @@ def test_tf_as_a_users_node_reads_it(client, stack):
     assert len(children) == len(set(children)) and set(frames[:4]) <= set(children)
     assert not set(children) & {t.child_frame_id for m in dynamic for t in m.transforms}
     # One each. A `sim` an earlier test of this worker stopped can stay in the DDS graph until its participant's
-    # lease runs out (Fast DDS: 20 s; seen once a test_ros2_control sim had just gone): wait for the count to settle.
+    # lease runs out (Fast DDS: 20 s; seen in CI rehearsals right after test_ros2_control's sim): wait for the count to settle.
     count = client.node.count_publishers
     client.spin_until(lambda: count("/tf_static") == count("/tf") == 1, 40, "one publisher of /tf and of /tf_static")
     assert client.node.count_publishers("/robot_description") == 1
