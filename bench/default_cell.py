@@ -14,7 +14,7 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
   against the empty bin's, in the same rounds; and its floor: what a sleeping object of the default scene's
   kind (a random_urdfs mesh) costs a bare PyBullet step, beside a box.
 - Resets: a seeded reset to a new layout (a new seed each time), and a reset to the same layout (the same
-  seed again), median and p95.
+  seed again), median and p95, the medians beside their floors (the cell's rebuild; a new layout's settle).
 - Starts (wall time, other processes involved): `gym.make(..., backend="ros")` to the first observation and
   `close()`; `sim` started to its first `/clock`; Gymnasium's `check_env` over ROS against the direct backend;
   `rollouts --episodes 10 --workers 1` against the time its episodes' own stepping takes in this process.
@@ -53,17 +53,9 @@ class Episodes:
 
     def __init__(self, env, world=None):
         self.env, self.world = env, world
-        self.physics = 0.0
+        self.spent = {"physics": 0.0}
         if world is not None:
-            step = world.step
-
-            def timed_step(*args, **kwargs):
-                start = clock()
-                try:
-                    return step(*args, **kwargs)
-                finally:
-                    self.physics += clock() - start
-            world.step = timed_step
+            timing(world, "step", self.spent, "physics")
 
     def episode(self, seed: int, steps: int = EPISODE_STEPS) -> tuple[float, float, float]:
         """(env steps/s over the episode with its reset, env steps/s of its steps alone, env steps/s its
@@ -74,14 +66,14 @@ class Episodes:
         actions = [self.env.action_space.sample() for _ in range(steps)]
         time0 = clock()
         self.env.reset(seed=seed)
-        taken, steps_time, physics0 = 0, clock(), self.physics
+        taken, steps_time, physics0 = 0, clock(), self.spent["physics"]
         for action in actions:
             _, _, terminated, truncated, _ = self.env.step(action)
             taken += 1
             if terminated or truncated:
                 break
         end = clock()
-        stepping = self.physics - physics0
+        stepping = self.spent["physics"] - physics0
         return taken / (end - time0), taken / (end - steps_time), (taken / stepping if stepping else float("nan"))
 
 
@@ -244,21 +236,48 @@ def growth() -> list[Figure]:
 
 
 def resets() -> list[Figure]:
+    """Seeded resets to new layouts (a new seed each) and to the same layout again (its pile placed from memory,
+    cell/layouts.py), each beside its floor timed within the same resets: the live cell's rebuild (the world
+    emptied, ground, bins and arm loaded again) and, for a new layout, its settle's physics steps."""
     env = gym.make("binpick_sim/FrankaDelta-v0", observation="state")
     env.reset(seed=0)
+    sim = env.unwrapped._backend.sim
+    spent = {"rebuild": 0.0, "settle": 0.0}
+    for owner, name, part in ((sim, "rebuild", "rebuild"), (sim.scene.settler.world, "step", "settle")):
+        timing(owner, name, spent, part)
 
-    def timed(seed: int) -> float:
-        start = clock()
+    def timed(seed: int) -> tuple[float, float, float]:
+        """ms: the reset, the rebuild in it, the settle's steps in it."""
+        before, start = dict(spent), clock()
         env.reset(seed=seed)
-        return 1000 * (clock() - start)
+        total = clock() - start
+        return 1000 * total, 1000 * (spent["rebuild"] - before["rebuild"]), 1000 * (spent["settle"] - before["settle"])
 
     new = [timed(3000 + k) for k in range(RESETS)]
     same = [timed(3000 + RESETS - 1) for _ in range(RESETS)]
     env.close()
-    return [Figure(GROUP, "seeded reset to a new layout, median", median(new), "ms"),
-            Figure(GROUP, "seeded reset to a new layout, p95", percentile(new, 95), "ms"),
-            Figure(GROUP, "reset to the same layout (the same seed again), median", median(same), "ms"),
-            Figure(GROUP, "reset to the same layout, p95", percentile(same, 95), "ms")]
+    new_floor, same_floor = [r + s for _, r, s in new], [r for _, r, _ in same]
+    return [Figure(GROUP, "seeded reset to a new layout, median, beside its floor (the cell's rebuild and the "
+                   "settle's physics steps in the same resets)", median([t for t, _, _ in new]), "ms",
+                   median(new_floor), ratios=per_round([t for t, _, _ in new], new_floor)),
+            Figure(GROUP, "seeded reset to a new layout, p95", percentile([t for t, _, _ in new], 95), "ms"),
+            Figure(GROUP, "reset to the same layout (the same seed again, the pile placed from memory), median, "
+                   "beside its floor (the cell's rebuild in the same resets)", median([t for t, _, _ in same]), "ms",
+                   median(same_floor), ratios=per_round([t for t, _, _ in same], same_floor)),
+            Figure(GROUP, "reset to the same layout, p95", percentile([t for t, _, _ in same], 95), "ms")]
+
+
+def timing(owner, name: str, spent: dict, part: str) -> None:
+    """`owner.name(...)` timed from now on, each call's CPU time added to `spent[part]`."""
+    call = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        start = clock()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent[part] += clock() - start
+    setattr(owner, name, timed)
 
 
 def starts() -> list[Figure]:

@@ -118,6 +118,7 @@ class BinPickingSim:
     def close(self) -> None:
         for arm in self.arms:
             arm.solver.close()
+        self.scene.close()
         self.world.close()
 
     def object_views(self) -> list[ObjectView]:

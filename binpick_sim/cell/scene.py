@@ -2,7 +2,10 @@
 
 Follows the reference simulator's BinScene/BaseBin/PickBin: every reset loads a random number of objects of one
 random type (from the training or the testing half of `pybullet_data/random_urdfs`), scaled so their
-largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle.
+largest dimension is 1-3 cm, drops them on a grid above the pick bin and lets them settle. The settle runs
+in a world of its own (the settler, a scene of just ground, bins and objects), and the live world gets the
+pile placed where it came to rest; a layout drawn from an RNG state seen before is placed from memory
+(cell/layouts.py says why both give the same world).
 
 The pile sleeps once it has settled (Bullet's activation states). A pile of convex meshes at rest in a bin
 cost the solver most of every physics step although nothing in it moved: the default scene stepped at a
@@ -18,6 +21,7 @@ panda-gym's object is): a mesh object costs the solver more per physics step (do
 from __future__ import annotations
 
 import threading
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +33,7 @@ from .bins.geometry import bin_boxes
 from .rendering.renderers import spelled
 from ..config import BinConfig, SceneConfig
 from .objects.meshes import obj_vertices
+from .layouts import Layout, Layouts, Rest
 from .world import World, connect
 
 GRID_PITCH = 0.035  # reference: 5 mm more than the largest object (3 cm) between spawn points
@@ -173,7 +178,9 @@ class SceneObject:
 class BinScene:
     """Owns the bodies of the cell and the bookkeeping of which objects are still in play."""
 
-    def __init__(self, world: World, config: SceneConfig):
+    def __init__(self, world: World, config: SceneConfig, settler: bool = False):
+        """`settler`: this scene is another's settler (cell/layouts.py): it drops and settles its piles in its
+        own world; a live scene (the default) has them settled in its settler and places them."""
         self.world = world
         self.config = config
         self.ground = self._load_ground()
@@ -185,6 +192,11 @@ class BinScene:
         self.object_scale = 0.0
         self.episode = 0
         self.next_index = 0  # marker id of the next object added after the bin was filled
+        self.is_settler = settler
+        self._settler: BinScene | None = None  # made at the first reset
+        self._settler_made_for: tuple = ()  # the (scene, simulation) configs it was made for
+        self._drops: list[tuple] = []  # a settler's: where each object of its pile was dropped
+        self.layouts = Layouts()
 
     def _load_ground(self) -> int:
         c = self.world.client
@@ -214,11 +226,79 @@ class BinScene:
         raise KeyError(f"no object named {name!r} (objects now: {known})")
 
     def reset(self, keep_object_type: bool = False) -> None:
-        """Remove every object (none is left after a rebuild), then fill the pick bin anew and let the
-        pile settle."""
+        """Remove every object (none is left after a rebuild), then fill the pick bin anew: the pile drawn
+        from the world's RNG and settled (in the settler, see cell/layouts.py; a layout drawn from the same
+        RNG state before is remembered), placed where it came to rest."""
         for obj in self.objects:
             self.world.client.removeBody(obj.body)
         self.objects = []
+        rng, settler = self.world.rng, self.settler
+        kept = (self.object_urdf, self.object_scale) if keep_object_type and self.object_urdf is not None else None
+        key = Layouts.key(rng, kept)
+        layout = self.layouts.get(key)
+        if layout is None:
+            layout = self._settled_layout(settler, kept)
+            self.layouts.put(key, layout)
+        else:
+            rng.bit_generator.state = layout.rng_after
+        self._place(layout)
+        self.episode += 1
+
+    def _settled_layout(self, settler: BinScene, kept: tuple | None) -> Layout:
+        """A new layout: drawn from this world's RNG (the draws of a settle in this world) and settled in the
+        settler, its world rebuilt first so that the settle is a function of the draws alone."""
+        settler.world.rng = self.world.rng
+        settler.object_urdf, settler.object_scale = self.object_urdf, self.object_scale  # what a kept type keeps
+        settler.world.rebuild()
+        settler.reload_fixed()
+        before = settler.world.step_count
+        settled = settler._fill_and_settle(kept is not None)
+        c = settler.world.client
+        rests = tuple(Rest(drop, c.getBasePositionAndOrientation(obj.body), c.getBaseVelocity(obj.body))
+                      for obj, drop in zip(settler.objects, settler._drops))
+        return Layout(settler.object_urdf, settler.object_scale, rests, settled, settler.world.step_count - before,
+                      self.world.rng.bit_generator.state)
+
+    @property
+    def settler(self) -> BinScene:
+        """The settler for the scene as it is configured now, made at the first need, and again (the remembered
+        layouts forgotten) when the scene's or the world's configuration was replaced."""
+        made_for = (self.config, self.world.config)
+        if self._settler is None or any(a is not b for a, b in zip(made_for, self._settler_made_for)):
+            self.close()
+            bins = dataclasses.replace(self.config, pick_bin=self.pick_bin.config, drop_bin=self.drop_bin.config)
+            self._settler = BinScene(World(self.world.config, gui=False), bins, settler=True)
+            self._settler_made_for = made_for
+            self.layouts.clear()
+        return self._settler
+
+    def _place(self, layout: Layout) -> None:
+        """The layout's objects loaded as they were dropped, then put where they came to rest; the pile asleep
+        if it settled (the ground and bins too, at once rather than after Bullet's 2 s, see `may_sleep`). The
+        world's clock runs on by the settle's steps, the last of them taken here."""
+        c = self.world.client
+        self.object_urdf, self.object_scale = layout.urdf, layout.scale
+        for i, rest in enumerate(layout.objects):
+            obj = self._load_object(i, *rest.drop)
+            c.resetBasePositionAndOrientation(obj.body, *rest.pose)
+            c.resetBaseVelocity(obj.body, *rest.velocity)
+            self.objects.append(obj)
+        self.next_index = len(layout.objects)
+        if layout.settled:
+            for obj in self.objects:
+                c.changeDynamics(obj.body, -1, activationState=c.ACTIVATION_STATE_SLEEP)
+            for body in self.environment_bodies.values():
+                c.changeDynamics(body, -1, activationState=c.ACTIVATION_STATE_SLEEP)
+        if layout.steps:
+            # The last of the settle's steps taken here: the arm's motors hold it at home through it, so that
+            # its joint efforts read as after a settle beside it (PyBullet reports those of the last step).
+            self.world.step_count += layout.steps - 1
+            self.world.step()
+
+    def _fill_and_settle(self, keep_object_type: bool) -> bool:
+        """A settler's pile: object type (unless kept), size, count, drop points and orientations drawn from
+        the world's RNG, the objects dropped on a grid above the pick bin and settled (`_settle`); whether the
+        pile came to rest."""
         rng = self.world.rng
         if not keep_object_type or self.object_urdf is None:
             files = object_files(self.config.object_set)
@@ -227,15 +307,18 @@ class BinScene:
             self.object_scale = size / _largest_extent(self.object_urdf)
         bin_config = self.config.pick_bin
         count = int(rng.integers(bin_config.min_objects, bin_config.max_objects + 1))
+        self._drops = []
         for i, position in enumerate(self._spawn_points(count)):
-            self.objects.append(self._load_object(i, position))
+            orientation = self.world.client.getQuaternionFromEuler(rng.uniform(-np.pi, np.pi, size=3))
+            self._drops.append((list(position), orientation))
+            self.objects.append(self._load_object(i, list(position), orientation))
         self.next_index = count
-        self._settle()
-        self.episode += 1
+        return self._settle()
 
-    def _settle(self) -> None:
+    def _settle(self) -> bool:
         """Step until the pile has been at rest at two looks in a row (`at_rest`), at most `settle_steps`, then
-        stop it and put it to sleep (a pile still moving when the steps run out sleeps later, by Bullet's rule)."""
+        stop it; whether it came to rest (a pile still moving when the steps run out sleeps later, by Bullet's
+        rule, once placed)."""
         budget, calm = self.config.settle_steps, 0
         while budget > 0 and calm < 2:
             steps = min(SETTLE_LOOK, budget)
@@ -243,12 +326,9 @@ class BinScene:
             budget -= steps
             calm = calm + 1 if self.at_rest() else 0
         if calm == 2:
-            c = self.world.client
             for obj in self.objects:
-                c.resetBaseVelocity(obj.body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
-                c.changeDynamics(obj.body, -1, activationState=c.ACTIVATION_STATE_SLEEP)
-            for body in self.environment_bodies.values():  # at once, not after Bullet's 2 s (may_sleep)
-                c.changeDynamics(body, -1, activationState=c.ACTIVATION_STATE_SLEEP)
+                self.world.client.resetBaseVelocity(obj.body, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+        return calm == 2
 
     def at_rest(self) -> bool:
         """Whether no object's centre moves faster than SETTLED_SPEED."""
@@ -287,11 +367,14 @@ class BinScene:
                 y, z = y_start, z + GRID_PITCH
         return points
 
-    def _load_object(self, index: int, position) -> SceneObject:
+    def _load_object(self, index: int, position: list, orientation) -> SceneObject:
         c = self.world.client
-        yaw_pitch_roll = self.world.rng.uniform(-np.pi, np.pi, size=3)
-        body = c.loadURDF(spelled(self.object_urdf, ("scale", self.object_scale)), list(position),  # EGL: see spelled
-                          c.getQuaternionFromEuler(yaw_pitch_roll), globalScaling=self.object_scale)
+        if self.is_settler:  # never drawn: its meshes are not read (the physics is the same)
+            body = c.loadURDF(str(self.object_urdf), position, orientation, globalScaling=self.object_scale,
+                              flags=c.URDF_IGNORE_VISUAL_SHAPES)
+        else:
+            body = c.loadURDF(spelled(self.object_urdf, ("scale", self.object_scale)), position,  # EGL: see spelled
+                              orientation, globalScaling=self.object_scale)
         c.changeDynamics(body, -1, mass=OBJECT_MASS, activationState=c.ACTIVATION_STATE_ENABLE_SLEEPING,
                          sleepThreshold=SLEEP_MOTION)
         return SceneObject(index, body, self.object_urdf, self.object_scale)
@@ -326,6 +409,12 @@ class BinScene:
         for obj in gone:
             self.remove_object(obj.name)
         return [o.name for o in gone]
+
+    def close(self) -> None:
+        """Disconnect the settler's world (the live world is its owner's to close)."""
+        if self._settler is not None:
+            self._settler.world.close()
+            self._settler = None
 
 
 @lru_cache(maxsize=None)

@@ -124,8 +124,9 @@ def test_a_reset_sent_many_times_over_ros_still_gives_the_seeded_episode():
         backend.RESEND = 0.01
         env.reset(seed=SEED + 1)
         assert same(episode(env, SEED, actions), first)
-        assert answers and all("again: nothing reset" in a.message for a in answers), \
-            [a.message for a in answers]  # each reset was sent more than once, and answered by a copy
+        # SEED+1's reset (a new layout, settled now) was sent more than once and answered by a copy; SEED's
+        # again (a layout the world remembers, cell/layouts.py) may be answered before a copy goes out
+        assert "again: nothing reset" in answers[0].message, [a.message for a in answers]
     finally:
         env.close()
 
