@@ -89,6 +89,8 @@ TASKS = {task.name: task for task in (
          curriculum=GRASPED),
     Task("FrankaLift-v0:one_object:over_object:grasped_starts", "binpick_sim/FrankaLift-v0",
          {"one_object": True, "start_over_object": True}, long=True, curriculum=GRASPED),
+    Task("FrankaLift-v0:one_object:cube:over_object:grasped_starts", "binpick_sim/FrankaLift-v0",
+         {"one_object": True, "object_set": "cube", "start_over_object": True}, long=True, curriculum=GRASPED),
     Task("FrankaLift-v0:one_object:grasped_starts:tightening", "binpick_sim/FrankaLift-v0", {"one_object": True},
          long=True, curriculum=TIGHTENING),
     Task("FrankaPickPlace-v0", "binpick_sim/FrankaPickPlace-v0", long=True),

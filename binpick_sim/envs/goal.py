@@ -307,7 +307,8 @@ class FrankaLiftEnv(FrankaGoalEnv):
     Actions [dx, dy, dz, gripper]."""
 
     def __init__(self, config_file=None, one_object: bool = False, floor_goals: float = FLOOR_GOALS,
-                 grasped_starts: float = 0.0, start_over_object: bool = False, **kwargs):
+                 grasped_starts: float = 0.0, start_over_object: bool = False, object_set: str | None = None,
+                 **kwargs):
         """`floor_goals`: the share of goals drawn at the height the chosen object rests at (with one object, on
         the bin's floor), where a push reaches them before a grasp is learnt: panda-gym's Pick-and-Place draws 30 %
         of its goals on the table, Gymnasium-Robotics' FetchPickAndPlace 50 %. `grasped_starts`: the share of
@@ -315,7 +316,10 @@ class FrankaLiftEnv(FrankaGoalEnv):
         training (the HER paper's pick-and-place started half its training episodes with the box grasped);
         evaluate with 0, the task's own start. `start_over_object`: the episode starts with the grasp point at its
         start height over the chosen object (up to START_OFFSET off in x and y, drawn by the env's RNG), not over
-        the bin's centre, as robosuite's Lift starts its gripper over the cube."""
+        the bin's centre, as robosuite's Lift starts its gripper over the cube. `object_set`: the scene's
+        `object_set` for this env ("train", "test" or "cube": pybullet_data's small cube at the scene's sizes, a box
+        as panda-gym's and robosuite's objects are); by default the scene file's."""
+        self.object_set = object_set
         self.one_object, self.start_over_object = bool(one_object), bool(start_over_object)
         self.floor_goals, self.grasped_starts = float(floor_goals), float(grasped_starts)
         for name, share in (("floor_goals", floor_goals), ("grasped_starts", grasped_starts)):
@@ -323,7 +327,8 @@ class FrankaLiftEnv(FrankaGoalEnv):
                 raise ValueError(f"{name} must be a share in [0, 1], got {share!r}")
         super().__init__(config_file, **kwargs)
         self._init_kwargs.update(one_object=self.one_object, floor_goals=self.floor_goals,
-                                 grasped_starts=self.grasped_starts, start_over_object=self.start_over_object)
+                                 grasped_starts=self.grasped_starts, start_over_object=self.start_over_object,
+                                 object_set=self.object_set)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """The goal env's reset; then, with `start_over_object`, the grasp point moved over the chosen object (two
@@ -372,6 +377,8 @@ class FrankaLiftEnv(FrankaGoalEnv):
         if self.one_object:
             pick_bin = {**dataclasses.asdict(config.scene.pick_bin), "min_objects": 1, "max_objects": 1}
             config = with_changes(config, scene={"pick_bin": pick_bin, "spawn": "anywhere"})
+        if self.object_set is not None:
+            config = with_changes(config, scene={"object_set": self.object_set})
         return super()._scene(config)
 
     def _box(self, config) -> tuple[np.ndarray, np.ndarray]:

@@ -28,8 +28,9 @@ def test_a_policy_that_never_moves_touches_and_moves_nothing():
 
 
 def test_a_policy_that_goes_for_the_object_touches_and_moves_it():
-    # seeds 2 and 3: the object (dropped anywhere with one_object) 4-5 cm from the wall the pusher comes down by
-    result = exploration.explore(LIFT, episodes=2, seed=2, act=push_the_object, max_episode_steps=16, one_object=True)
+    # seeds 6 and 7: the object (dropped anywhere with one_object) far enough from the wall the pusher comes down by
+    # (in seed 3 it comes down on the object, and whether it drags it along is the contact's luck)
+    result = exploration.explore(LIFT, episodes=2, seed=6, act=push_the_object, max_episode_steps=16, one_object=True)
     assert result["touched"] == 1.0 and result["moved"] == 1.0
     assert result["closest"] < 0.02
 

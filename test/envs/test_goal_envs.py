@@ -17,6 +17,7 @@ from gymnasium.utils.env_checker import check_env
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
 from binpick_sim.envs import GOAL_ENV_IDS, GOAL_EPISODE_STEPS
+from binpick_sim.config import ConfigError
 from binpick_sim.envs import goal
 from helpers import same
 
@@ -122,7 +123,7 @@ def test_both_backends_give_the_same_episode_bit_for_bit(env_id, options):
 def test_a_goal_env_pickles_as_its_constructor_arguments(dumps, loads, env_id, backend):
     options = {"dv": 0.03, "distance_threshold": 0.03,
                **({} if env_id == REACH else {"one_object": True, "floor_goals": 0.25, "grasped_starts": 0.5,
-                                              "start_over_object": True})}
+                                              "start_over_object": True, "object_set": "cube"})}
     env = gym.make(env_id, backend=backend, **options)
     try:
         steps = actions(env, count=3)
@@ -151,6 +152,8 @@ def test_bad_arguments_are_refused():
         for name in ("floor_goals", "grasped_starts"):
             with pytest.raises(ValueError, match=rf"{name} must be a share in \[0, 1\]"):
                 gym.make(LIFT, **{name: share})
+    with pytest.raises(ConfigError, match=r"scene.object_set: expected one of \['train', 'test', 'cube'\]"):
+        gym.make(LIFT, object_set="cubes")
 
 
 # --- goals, rewards, success --------------------------------------------------------------------------
@@ -435,6 +438,22 @@ def test_the_one_object_option_puts_one_object_in_the_bin():
         for seed in range(3):
             _, info = env.reset(seed=seed)
             assert info["objects_left"] == 1 and info["chosen_object"] == "object_0"
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", [LIFT, PICK_PLACE])
+def test_the_object_set_option_fills_the_bin_from_that_set(env_id):
+    """`object_set="cube"`: pybullet_data's small cube at the scene's sizes (a box, as panda-gym's object), whatever
+    the scene file says; its compact observation's size is a cube's."""
+    env = gym.make(env_id, one_object=True, object_set="cube")
+    try:
+        for seed in range(3):
+            observation, _ = env.reset(seed=seed)
+            scene = env.unwrapped.backend.sim.scene
+            assert scene.config.object_set == "cube" and scene.object_urdf.name == "cube_small.urdf"
+            size = observation["observation"][-3:]
+            assert np.allclose(size, size[0]) and 0.01 <= size[0] <= 0.03
     finally:
         env.close()
 
