@@ -10,8 +10,8 @@ Why a client of its own and not the live world: a bit-exact return to a pile set
 need that world's contact manifolds and pair cache as the settle left them, which `restoreState` does not
 give back in order (bullet3 #4387, #3993). A pile placed into a world just rebuilt has none of them; the
 settle's history stays in the settler, whose world is rebuilt before every settle. The arm is left out of
-the settler: at home it touches nothing in the bin, and the piles come out the same to the last bit as a
-settle beside it (checked over 20 seeds when this was written, test/cell/test_scene.py checks a few).
+the settler: at home it touches nothing in the bin, and the piles came out the same to the last bit of their
+positions as the settle beside it that this replaced (20 seeds checked when it was written).
 """
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ panda-gym's object is): a mesh object costs the solver more per physics step (do
 """
 from __future__ import annotations
 
-import threading
 import dataclasses
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
