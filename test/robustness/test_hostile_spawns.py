@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pybullet_data
 import pytest
 
 from binpick_sim.cell.entities import registry as core
@@ -134,12 +133,10 @@ def test_bounded_urdfs_still_spawn_and_a_mesh_too_large_once_loaded_is_refused(c
 
 @pytest.mark.slow
 def test_full_resets_bring_back_a_world_that_a_nan_reached_or_say_they_cannot(ros_context, si):
-    """PyBullet directly (the only way left) poisons the ground with a 1e300-scaled mesh: world/reset and
+    """PyBullet directly (the only way left) poisons the ground with a NaN pose: world/reset and
     reset_simulation ALL answer success with every pose finite; a foreign NaN body no reset can repair
     makes both answer failure, saying why."""
     from binpick_sim.nodes.process.stack import SimStack
-
-    poisoned = Path(pybullet_data.getDataPath())
 
     with SimStack(ros_context, {"world": parameters(realtime_factor=0.0, camera=False)}) as stack:
         client = SimClient("fuzz_poison", context=ros_context, topics={})
@@ -147,13 +144,11 @@ def test_full_resets_bring_back_a_world_that_a_nan_reached_or_say_they_cannot(ro
         c = stack.sim.world.client
         try:
             def poison():
-                # at once after a reset: the ground sleeps once the pile has settled (scene.may_sleep), from the
-                # next step on, and a sleeping fixed body is out of a NaN's reach
+                # the ground's pose set to NaN, as a 1e300-scaled mesh dropped on it once left it (the campaign's
+                # way; since a reset places the pile, the ground and bins sleep from the reset on, out of its reach)
                 stack.sim.reset(seed=0)
-                body = c.createMultiBody(0.02, c.createCollisionShape(c.GEOM_MESH, fileName=str(poisoned / "cube.obj"),
-                                                                      meshScale=[1e300] * 3), -1, [0.5, 0.18, 0.3])
+                c.resetBasePositionAndOrientation(stack.sim.scene.ground, [math.nan] * 3, [0.0, 0.0, 0.0, 1.0])
                 stack.sim.world.step(60)
-                c.removeBody(body)
 
             def ground() -> np.ndarray:
                 return np.array([getattr(std.state("ground").pose.position, a) for a in "xyz"])
