@@ -374,12 +374,11 @@ class FrankaLiftEnv(FrankaGoalEnv):
                                               self.config.task.steps_per_action)
 
     def _scene(self, config):
+        scene = {} if self.object_set is None else {"object_set": self.object_set}
         if self.one_object:
             pick_bin = {**dataclasses.asdict(config.scene.pick_bin), "min_objects": 1, "max_objects": 1}
-            config = with_changes(config, scene={"pick_bin": pick_bin, "spawn": "anywhere"})
-        if self.object_set is not None:
-            config = with_changes(config, scene={"object_set": self.object_set})
-        return super()._scene(config)
+            scene.update(pick_bin=pick_bin, spawn="anywhere")
+        return super()._scene(with_changes(config, scene=scene) if scene else config)
 
     def _box(self, config) -> tuple[np.ndarray, np.ndarray]:
         """Inside the pick bin, up to the grab height (the goals lie below it, less GOAL_MARGIN)."""

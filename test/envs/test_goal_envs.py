@@ -63,9 +63,10 @@ def test_check_env_timelimit_and_the_goal_dict(env_id, backend):
 
 
 def test_gymnasiums_checker_takes_the_curriculum_options():
-    """Grasped starts and floor goals on every episode, and a start over the object: Gymnasium's check_env (its
+    """Grasped starts and floor goals on every episode, a start over the object, a cube: Gymnasium's check_env (its
     reset determinism included)."""
-    for options in ({"grasped_starts": 1.0, "floor_goals": 1.0}, {"start_over_object": True, "grasped_starts": 0.5}):
+    for options in ({"grasped_starts": 1.0, "floor_goals": 1.0}, {"start_over_object": True, "grasped_starts": 0.5},
+                    {"object_set": "cube", "start_over_object": True}):
         env = gym.make(LIFT, one_object=True, **options)
         try:
             checked(env)
