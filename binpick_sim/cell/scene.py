@@ -30,6 +30,7 @@ import numpy as np
 import pybullet_data
 
 from .bins.geometry import bin_boxes
+from .hulls import hulled
 from .rendering.renderers import spelled
 from ..config import BinConfig, SceneConfig
 from .objects.meshes import obj_vertices
@@ -389,10 +390,10 @@ class BinScene:
     def _load_object(self, index: int, position: list, orientation) -> SceneObject:
         c = self.world.client
         if self.is_settler:  # never drawn: its meshes are not read (the physics is the same)
-            body = c.loadURDF(str(self.object_urdf), position, orientation, globalScaling=self.object_scale,
-                              flags=c.URDF_IGNORE_VISUAL_SHAPES)
-        else:
-            body = c.loadURDF(spelled(self.object_urdf, ("scale", self.object_scale)), position,  # EGL: see spelled
+            body = c.loadURDF(hulled(self.object_urdf, "copied"), position, orientation,
+                              globalScaling=self.object_scale, flags=c.URDF_IGNORE_VISUAL_SHAPES)
+        else:  # EGL: see spelled; hulled: the same collision shapes, loaded faster (cell/hulls.py)
+            body = c.loadURDF(spelled(hulled(self.object_urdf, "copied"), ("scale", self.object_scale)), position,
                               orientation, globalScaling=self.object_scale)
         c.changeDynamics(body, -1, mass=OBJECT_MASS, activationState=c.ACTIVATION_STATE_ENABLE_SLEEPING,
                          sleepThreshold=SLEEP_MOTION)

@@ -10,6 +10,7 @@ the reference simulator's actions (actions.py).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -18,9 +19,18 @@ from ...config import ArmConfig
 from .actions import TopDownActions
 from .motors import MotorCommands
 from .ik import PandaIK
+from ..hulls import hulled
 from .panda import FINGER_LINKS, GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits
 from ..scene import Bin
 from ..world import World
+
+
+def hulled_panda_urdf() -> str:
+    """pybullet_data's Panda with its collision meshes cut down to their hulls (cell/hulls.py: the same arm, loaded
+    in a third of the time), its visual elements naming pybullet_data's meshes: what every arm is loaded from."""
+    import pybullet_data
+
+    return hulled(Path(pybullet_data.getDataPath()) / PANDA_URDF)
 
 
 class FrankaArm(MotorCommands, TopDownActions):
@@ -69,7 +79,7 @@ class FrankaArm(MotorCommands, TopDownActions):
         c = self.world.client
         self_collision = c.URDF_USE_SELF_COLLISION | c.URDF_USE_SELF_COLLISION_EXCLUDE_ALL_PARENTS
         flags = (self_collision if self.config.self_collision else 0) | (0 if self.drawn else c.URDF_IGNORE_VISUAL_SHAPES)
-        self.body = c.loadURDF(PANDA_URDF, self.config.base_position, self.base_orientation,
+        self.body = c.loadURDF(hulled_panda_urdf(), self.config.base_position, self.base_orientation,
                                useFixedBase=True, flags=flags)
         # Per joint: whether its motor's velocity clamp is known to be the joint's limit (command_motors).
         self._clamped = [False] * len(JOINT_NAMES)
