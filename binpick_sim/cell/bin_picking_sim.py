@@ -16,8 +16,9 @@ from .world import World
 
 class BinPickingSim:
     def __init__(self, config: Config, gui: bool | None = None, drawn: bool = True):
-        """`drawn=False`: nothing will ever render this world (a state-only gym env): the arms are loaded
-        without their visual meshes (~60 MB each; physics and object views are the same)."""
+        """`drawn=False`: nothing will ever render this world (a state-only gym env): the arms, the ground
+        and the bins are loaded without their visual meshes (~60 MB an arm; physics and object views are the
+        same)."""
         self.config = config
         gui = config.simulation.gui if gui is None else gui
         sizes = [(c.width, c.height) for c in (config.camera, *config.cameras.values())]
@@ -29,7 +30,7 @@ class BinPickingSim:
         except BaseException:
             self.world.close()
             raise
-        self.scene = BinScene(self.world, config.scene)
+        self.scene = BinScene(self.world, config.scene, drawn=drawn)
         # The reference simulator's `robots`: every arm of the scene file, each at its own base; `arm` is the first (the
         # cameras' mount, the gym envs' arm).
         self.arms = [FrankaArm(self.world, arm, workspace=self.scene.pick_bin, drawn=drawn) for arm in config.arms]

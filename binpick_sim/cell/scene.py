@@ -21,10 +21,10 @@ panda-gym's object is): a mesh object costs the solver more per physics step (do
 from __future__ import annotations
 
 import dataclasses
-import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pybullet_data
@@ -35,7 +35,7 @@ from .rendering.renderers import spelled
 from ..config import BinConfig, SceneConfig
 from .objects.meshes import obj_vertices
 from .layouts import Layout, Layouts, Rest
-from .world import World, connect
+from .world import World
 
 GRID_PITCH = 0.035  # reference: 5 mm more than the largest object (3 cm) between spawn points
 OBJECT_MASS = 0.05  # kg; random_urdfs says 0.1 kg for a 10 cm blob, too heavy once scaled down
@@ -93,8 +93,10 @@ class Bin:
 
     default_dimensions = (0.16, 0.16, 0.04)  # seed BaseBin.default_dimensions: outer length, width, height [m]
 
-    def __init__(self, world: World, name: str, config: BinConfig, color=(0.3, 0.3, 0.3, 1.0)):
+    def __init__(self, world: World, name: str, config: BinConfig, color=(0.3, 0.3, 0.3, 1.0), drawn: bool = True):
+        """`drawn=False`: nothing will render this world, and the bin is made without its visual shapes."""
         self.name = name
+        self.drawn = drawn
         self.config = config
         self.world, self.color = world, color
         c = world.client
@@ -116,7 +118,7 @@ class Bin:
         kwargs = dict(shapeTypes=[c.GEOM_BOX] * len(boxes), halfExtents=[b[0] for b in boxes])
         collision = c.createCollisionShapeArray(collisionFramePositions=[b[1] for b in boxes], **kwargs)
         visual = c.createVisualShapeArray(visualFramePositions=[b[1] for b in boxes],
-                                          rgbaColors=[self.color] * len(boxes), **kwargs)
+                                          rgbaColors=[self.color] * len(boxes), **kwargs) if self.drawn else -1
         self.body = c.createMultiBody(0, collision, visual, self.position.tolist(), self.orientation.tolist())
         may_sleep(c, self.body)
 
@@ -179,14 +181,18 @@ class SceneObject:
 class BinScene:
     """Owns the bodies of the cell and the bookkeeping of which objects are still in play."""
 
-    def __init__(self, world: World, config: SceneConfig, settler: bool = False):
+    def __init__(self, world: World, config: SceneConfig, settler: bool = False, drawn: bool = True):
         """`settler`: this scene is another's settler (cell/layouts.py): it drops and settles its piles in its
-        own world; a live scene (the default) has them settled in its settler and places them."""
+        own world; a live scene (the default) has them settled in its settler and places them.
+        `drawn=False` (and a settler): nothing will render this world, so the ground and the bins are made
+        without their visual shapes (the plane's mesh and texture were ~0.5 ms of every rebuild); the
+        objects keep theirs, which the object views read (BinPickingSim.object_poses)."""
         self.world = world
         self.config = config
+        self.drawn = drawn and not settler
         self.ground = self._load_ground()
-        self.pick_bin = Bin(world, "pick_bin", config.pick_bin)
-        self.drop_bin = Bin(world, "drop_bin", config.drop_bin, color=(0.25, 0.35, 0.45, 1.0))
+        self.pick_bin = Bin(world, "pick_bin", config.pick_bin, drawn=self.drawn)
+        self.drop_bin = Bin(world, "drop_bin", config.drop_bin, color=(0.25, 0.35, 0.45, 1.0), drawn=self.drawn)
         self.bins = [self.pick_bin, self.drop_bin]
         self.objects: list[SceneObject] = []
         self.object_urdf: Path | None = None
@@ -201,7 +207,8 @@ class BinScene:
 
     def _load_ground(self) -> int:
         c = self.world.client
-        return may_sleep(c, c.loadURDF("plane.urdf", useFixedBase=True))
+        flags = 0 if self.drawn else c.URDF_IGNORE_VISUAL_SHAPES
+        return may_sleep(c, c.loadURDF("plane.urdf", useFixedBase=True, flags=flags))
 
     def reload_fixed(self) -> None:
         """The ground and the bins made again in a world just rebuilt (World.rebuild), in the order and
@@ -439,25 +446,11 @@ class BinScene:
 
 @lru_cache(maxsize=None)
 def _largest_extent(urdf: Path) -> float:
-    """Largest side of the object's unscaled mesh, read in a scratch client (exact, unlike its AABB).
-
-    The scratch client is the process's one (`_scratch`): connecting one per object type was 16 of the 24 ms
-    a reset spent on a type it had not seen yet (most new layouts' resets, until 297 types have come by)."""
-    with _SCRATCH_LOCK:
-        scratch = _scratch()
-        body = scratch.loadURDF(str(urdf))
-        try:
-            shape = scratch.getVisualShapeData(body)[0]
-        finally:
-            scratch.removeBody(body)
-    vertices = obj_vertices(shape[4].decode()) * np.asarray(shape[3])
+    """Largest side of the object's unscaled visual mesh (exact, unlike its AABB): the first visual mesh of
+    the URDF with its scale, the file and numbers PyBullet's getVisualShapeData reports for it (checked for
+    every object of every set: test/cell/test_scene.py). Read from the file itself: loading the object in a
+    scratch client to ask was 1.7 ms of a reset to a type not seen yet (most new layouts' resets)."""
+    mesh = ElementTree.parse(urdf).find("link/visual/geometry/mesh")
+    scale = [float(v) for v in (mesh.get("scale") or "1 1 1").split()]
+    vertices = obj_vertices(str(Path(urdf).parent / mesh.get("filename"))) * np.asarray(scale)
     return float(np.max(vertices.max(axis=0) - vertices.min(axis=0)))
-
-
-_SCRATCH_LOCK = threading.Lock()  # sims on several threads of one process share the scratch client
-
-
-@lru_cache(maxsize=1)
-def _scratch():
-    """A physics client of its own for reading object files, made at the first need and kept for the process."""
-    return connect()

@@ -11,7 +11,7 @@ import pybullet_data
 import pytest
 
 from binpick_sim.cell import hulls, scene
-from binpick_sim.cell.arm import franka
+from binpick_sim.cell.arm import franka, ik
 from binpick_sim.cell.arm.panda import PANDA_URDF
 from binpick_sim.cell.scene import object_files
 
@@ -129,7 +129,8 @@ def test_a_scripted_grasp_runs_the_same_with_the_copies_as_with_the_originals(mo
             env.close()
 
     ours, info = episode()
-    monkeypatch.setattr(franka, "hulled_panda_urdf", lambda: ORIGINAL)
+    for module in (franka, ik):  # the arm and its IK copy
+        monkeypatch.setattr(module, "hulled_panda_urdf", lambda: ORIGINAL)
     monkeypatch.setattr(scene, "hulled", lambda urdf, visuals: str(urdf))  # the objects too, in both worlds
     theirs, _ = episode()
     assert info["grabbed"] and len(ours) < 60  # the episode ends with an object lifted in the fingers

@@ -10,7 +10,6 @@ the reference simulator's actions (actions.py).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -19,18 +18,9 @@ from ...config import ArmConfig
 from .actions import TopDownActions
 from .motors import MotorCommands
 from .ik import PandaIK
-from ..hulls import hulled
-from .panda import FINGER_LINKS, GRASP_TARGET_LINK, JOINT_NAMES, PANDA_URDF, JointLimits
+from .panda import FINGER_LINKS, GRASP_TARGET_LINK, JOINT_NAMES, JointLimits, hulled_panda_urdf
 from ..scene import Bin
 from ..world import World
-
-
-def hulled_panda_urdf() -> str:
-    """pybullet_data's Panda with its collision meshes cut down to their hulls (cell/hulls.py: the same arm, loaded
-    in a third of the time), its visual elements naming pybullet_data's meshes: what every arm is loaded from."""
-    import pybullet_data
-
-    return hulled(Path(pybullet_data.getDataPath()) / PANDA_URDF)
 
 
 class FrankaArm(MotorCommands, TopDownActions):

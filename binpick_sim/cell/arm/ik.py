@@ -33,7 +33,7 @@ import numpy as np
 from numpy.core.umath import clip  # np.clip's own ufunc, without its ~1 us of Python dispatch per call
 
 from ..world import connect
-from .panda import PANDA_URDF
+from .panda import hulled_panda_urdf
 
 TOLERANCE = 1e-4  # metres of grasp-target error at which refinement stops
 ROUNDS = 6  # refinement passes after the first, at most
@@ -55,7 +55,7 @@ class PandaIK:
         self.client = connect()
         self.client.setAdditionalSearchPath(pybullet_data.getDataPath())
         # Kinematics alone: the copy is never drawn, and the Panda's visual meshes cost ~60 MB per client.
-        self.body = self.client.loadURDF(PANDA_URDF, list(base_position), list(base_orientation), useFixedBase=True,
+        self.body = self.client.loadURDF(hulled_panda_urdf(), list(base_position), list(base_orientation), useFixedBase=True,
                                          flags=self.client.URDF_IGNORE_VISUAL_SHAPES)
         self.base = np.asarray(base_position, dtype=float)
         self._base = self.base.tolist()

@@ -44,6 +44,17 @@ class JointLimits:
         return clip(np.asarray(v, dtype=float), -self.velocity, self.velocity)
 
 
+def hulled_panda_urdf() -> str:
+    """pybullet_data's Panda with its collision meshes cut down to their hulls (cell/hulls.py: the same arm, loaded
+    in a third of the time), its visual elements naming pybullet_data's meshes: what every arm and every IK copy of
+    one is loaded from."""
+    import pybullet_data
+
+    from ..hulls import hulled
+
+    return hulled(Path(pybullet_data.getDataPath()) / PANDA_URDF)
+
+
 def urdf_joint_limits() -> JointLimits:
     """The 9 joints' limits as the Panda's URDF gives them, read from the file (the numbers PyBullet's
     getJointInfo reports), without a physics client: an env reads them to build its spaces before any
