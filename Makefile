@@ -42,7 +42,13 @@ $(STAMP): requirements.txt setup.py package.xml
 	$(PY) -m pip install --quiet --no-deps --editable .
 	@touch $@
 
+# The package's bytecode, written where Python itself would not (PYTHONDONTWRITEBYTECODE, as these machines
+# set it): without it every process compiled ~90 modules from source at its start (`sim` to its first /clock:
+# 0.51 s, 0.44 s with it). A source changed since is compiled again on import, as always; __pycache__ is ignored.
+BYTECODE = $(PY) -m compileall -q binpick_sim bench
+
 demo: $(STAMP)
+	@$(BYTECODE)
 	$(ROS_ENV) $(PY) -m binpick_sim.demo --seed $(SEED) --out $(OUT)
 
 demo-two-arms: $(STAMP)
@@ -76,6 +82,7 @@ RECORD_SKIPS ?=
 PYTEST_SKIPPED = $(if $(SKIP_COLCON_TESTS),$(addprefix --deselect ,$(COLCON_TESTS)))
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --max-worker-restart=0 -m "not serial"
 test: $(STAMP) $(VIDEO_STAMP) $(DATASETS_STAMP)
+	@$(BYTECODE)
 	$(if $(RECORD_SKIPS),rm -f $(RECORD_SKIPS) && mkdir -p $(dir $(RECORD_SKIPS)) && touch $(RECORD_SKIPS))
 	$(if $(RECORD_SKIPS),BINPICK_RECORD_SKIPS=$(abspath $(RECORD_SKIPS))) $(ROS_ENV) $(PY) -m pytest test $(PYTEST_PARALLEL) $(PYTEST_SKIPPED)
 	$(if $(RECORD_SKIPS),BINPICK_RECORD_SKIPS=$(abspath $(RECORD_SKIPS))) $(ROS_ENV) $(PY) -m pytest test -m serial $(PYTEST_SKIPPED)
@@ -147,6 +154,7 @@ docs: $(DOCS_VENV)/.installed
 	@echo "the manual: build/docs/index.html"
 
 run: $(STAMP)
+	@$(BYTECODE)
 	$(ROS_ENV) $(PY) -m binpick_sim.nodes.process.entry
 
 # Bench-only extras (panda-gym, the like-for-like peer) go into the same venv, after the runtime pins.
@@ -156,6 +164,7 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	@touch $@
 
 bench: $(BENCH_STAMP)
+	@$(BYTECODE)
 	$(ROS_ENV) $(PY) -m bench.run
 
 # HER with an off-policy learner (Stable-Baselines3, torch's CPU build) up the goal envs' ladder, beside

@@ -137,10 +137,13 @@ def _fixed_joint(robot, name, parent, child, xyz, rpy) -> None:
 
 
 def _in_world(bin_config: BinConfig, local) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.spatial.transform import Rotation
-
-    rotation = Rotation.from_euler("xyz", bin_config.orientation_deg, degrees=True)
-    return np.asarray(bin_config.position) + rotation.apply(local), rotation.as_euler("xyz")
+    """A point of the bin's frame in the world's, and the bin's turn as URDF's rpy (fixed axes x, y, z: the scene
+    file's `orientation_deg` as it stands). Plain numpy: scipy's rotations were ~90 ms of every sim start."""
+    roll, pitch, yaw = np.radians(bin_config.orientation_deg)
+    cx, sx, cy, sy, cz, sz = np.cos(roll), np.sin(roll), np.cos(pitch), np.sin(pitch), np.cos(yaw), np.sin(yaw)
+    rotation = (np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]]) @ np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+                @ np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]]))
+    return np.asarray(bin_config.position) + rotation @ np.asarray(local, dtype=float), np.array([roll, pitch, yaw])
 
 
 def _xyz(values) -> str:

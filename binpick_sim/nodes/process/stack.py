@@ -29,8 +29,7 @@ from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, S
 from rclpy.node import Node
 from rclpy.utilities import get_default_context
 
-from ...config import ConfigError
-from ...control.controllers import CONTROLLER_KINDS
+from ...config import CONTROLLER_TYPES as CONTROLLER_KINDS, ConfigError
 from . import start_watchdog
 from .interrupt import stop_interrupted
 from ..common import shm, step_channel

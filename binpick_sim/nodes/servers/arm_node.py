@@ -20,7 +20,6 @@ from std_srvs.srv import Trigger
 
 from ...cell.arm.panda import FINGER_LINKS, JOINT_NAMES, check_joint_names
 from ...config import CONTROLLER_TYPES
-from ...control.controllers import make_controller
 from ...cell.loop import PhysicsLoop
 from ...control.trajectory import BadTrajectory, Trajectory, TrajectoryFollower
 from ...cell.bin_picking_sim import BinPickingSim
@@ -83,7 +82,7 @@ class ArmNode(Node):
                        "arm/controller_commands: none, joint_position, joint_velocity, joint_torque, osc or ik "
                        "(default: the scene file's controller.type).", read_only=True, scene=sim.config,
                        check=lambda v: None if v in CONTROLLER_TYPES else f"needs one of {', '.join(CONTROLLER_TYPES)}")
-        self.torque_controller = None if kind == "none" else loop.run(make_controller, self.arm, kind,
+        self.torque_controller = None if kind == "none" else loop.run(_make_controller, self.arm, kind,
                                                                       sim.config.controller.options)
         # kind -> (topic, apply on the physics thread, clip to count, values expected)
         self.commands = {
@@ -334,3 +333,11 @@ def joint_command(names, positions, velocities) -> tuple[np.ndarray, np.ndarray]
         if np.isnan(values[7]) != np.isnan(values[8]):
             values[7:] = np.nanmax(values[7:])
     return q, v
+
+
+def _make_controller(arm, kind: str, options: dict):
+    """control.controllers.make_controller, imported at the first need: the controllers bring scipy's rotations
+    (~90 ms of every sim start, with scipy.sparse behind them), which a sim without a controller never uses."""
+    from ...control.controllers import make_controller
+
+    return make_controller(arm, kind, options)
