@@ -1,4 +1,4 @@
-"""URDFs whose collision meshes are cut down to their convex hulls: the same bodies, loaded in about a third of the time.
+"""URDFs whose collision meshes are cut down to their convex hulls: the same bodies, loaded in a third of the time.
 
 Why: every reset rebuilds the world (`resetSimulation`, then everything loaded again), and most of a rebuild was
 PyBullet reading collision meshes and building their convex hulls: the Panda's (up to 966 vertices each, with
@@ -168,4 +168,3 @@ def hulled(urdf: str | Path, visuals: str = "original") -> str:
                 _scratch.append(Path(tempfile.mkdtemp(prefix="binpick_sim-hulls-")))
                 atexit.register(shutil.rmtree, _scratch[0], True)
         return str(_publish(urdf, _scratch[0], name, visuals))
-

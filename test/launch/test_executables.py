@@ -316,3 +316,24 @@ def test_sim_stops_when_its_launch_is_killed(ros_context, tmp_path):
         client.close()
         kill(launch.pid, *sims, *children(launch.pid))
     assert len(sims) == 1 and gone_after is not None and gone_after < 2.0, (sims, gone_after)
+
+
+def test_a_sim_without_a_controller_starts_without_scipy():
+    """What a `sim` without a torque controller imports and builds at its start (its nodes' modules, the robot
+    description, the cell and its first reset) needs no scipy: its rotations and sparse matrices were ~90 ms of
+    every start, a private gym sim's included."""
+    script = textwrap.dedent("""
+        import sys
+        from binpick_sim.nodes.process import stack  # every node's module
+        from binpick_sim.cell.bin_picking_sim import BinPickingSim
+        from binpick_sim.config import load_config
+        from binpick_sim.description import cell_description
+        from binpick_sim.paths import default_config
+        config = load_config(default_config())
+        cell_description(config)
+        BinPickingSim(config, drawn=False).reset(seed=0)
+        print(sorted(m for m in sys.modules if m.split(".")[0] == "scipy"))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

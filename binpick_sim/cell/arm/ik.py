@@ -55,8 +55,8 @@ class PandaIK:
         self.client = connect()
         self.client.setAdditionalSearchPath(pybullet_data.getDataPath())
         # Kinematics alone: the copy is never drawn, and the Panda's visual meshes cost ~60 MB per client.
-        self.body = self.client.loadURDF(hulled_panda_urdf(), list(base_position), list(base_orientation), useFixedBase=True,
-                                         flags=self.client.URDF_IGNORE_VISUAL_SHAPES)
+        self.body = self.client.loadURDF(hulled_panda_urdf(), list(base_position), list(base_orientation),
+                                         useFixedBase=True, flags=self.client.URDF_IGNORE_VISUAL_SHAPES)
         self.base = np.asarray(base_position, dtype=float)
         self._base = self.base.tolist()
         self.lower, self.upper, self.rest = np.asarray(lower), np.asarray(upper), np.asarray(rest)

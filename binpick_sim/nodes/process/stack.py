@@ -29,7 +29,7 @@ from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, S
 from rclpy.node import Node
 from rclpy.utilities import get_default_context
 
-from ...config import CONTROLLER_TYPES as CONTROLLER_KINDS, ConfigError
+from ...config import CONTROLLER_TYPES, ConfigError
 from . import start_watchdog
 from .interrupt import stop_interrupted
 from ..common import shm, step_channel
@@ -300,8 +300,8 @@ def check_start_parameters(arm_options: dict) -> Node:
     probe = Node("arm", start_parameter_services=False, enable_rosout=False, **arm_options)
     try:
         kind = probe.declare_parameter("controller", "none").value
-        if kind not in CONTROLLER_KINDS:
-            raise ValueError(f"parameter controller: unknown controller {kind!r} (known: {', '.join(CONTROLLER_KINDS)})")
+        if kind not in CONTROLLER_TYPES:
+            raise ValueError(f"parameter controller: unknown controller {kind!r} (known: {', '.join(CONTROLLER_TYPES)})")
     except BaseException:
         destroy_fully(probe)
         raise
