@@ -17,9 +17,9 @@ megabytes) or copies of them beside the copied URDF (`visuals="copied"`: the obj
 through rendering.renderers.spelled, which needs the visual meshes in the URDF's own folder).
 
 Each copy is written once per machine into the user's cache (`$XDG_CACHE_HOME/binpick_sim`, else ~/.cache), in a
-folder named by a digest of the source's path and files, through a temporary folder and a rename (many processes
-may start at once: Ray workers, a launch file's nodes); where no cache can be written, into a temporary folder of
-this process's.
+folder named by a digest of the source's path and of the files the copy is made from, through a temporary folder
+and a rename (many processes may start at once: Ray workers, a launch file's nodes); where no cache can be written,
+into a temporary folder of this process's.
 """
 from __future__ import annotations
 
@@ -159,7 +159,10 @@ def hulled(urdf: str | Path, visuals: str = "original") -> str:
     collision = [source for _, source in _meshes(root, urdf, "collision")]
     if not any(_hullable(source) for source in collision):
         return str(urdf)
-    name = _name(urdf, visuals, collision + [source for _, source in _meshes(root, urdf, "visual")])
+    # The visual meshes are part of what is written only where they are copied: the Panda's, named where they lie,
+    # are 9 MB that every process hashed at its first load (12 ms) for nothing.
+    copied = [source for _, source in _meshes(root, urdf, "visual")] if visuals == "copied" else []
+    name = _name(urdf, visuals, collision + copied)
     try:
         return str(_publish(urdf, _cache_root(), name, visuals))
     except OSError:  # no writable cache: a folder of this process's own
