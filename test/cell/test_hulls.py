@@ -3,6 +3,7 @@ scene's objects with the same collision hulls part by part, inertias, joints and
 through a grasp; and a copy is written once per machine, safely beside other processes, or per process where no
 cache can be written."""
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -166,8 +167,6 @@ def test_a_copy_another_process_finished_first_wins_the_rename(tmp_path, monkeyp
     hulls.hulled.cache_clear()
     try:
         target = [tmp_path / "binpick_sim" / Path(franka.hulled_panda_urdf()).parent.name]
-        import shutil
-
         shutil.rmtree(target[0])
         hulls.hulled.cache_clear()
         monkeypatch.setattr(hulls, "_write", racing)
