@@ -10,16 +10,16 @@ time they take.
 
 Why it exists: the rows of `make bench`'s default_cell group are medians, and a few random_urdfs types are
 VHACD decompositions into 40-127 convex parts (57 of the 1,000; the median type has 6). Scaled to 1-3 cm,
-such objects interpenetrate between their parts (1,093 contact points among 5 objects, 2.6 mm deep, seed 3031
-on 2026-12-02): the pile never comes to rest, the settle runs its whole `settle_steps`, and the live pile stays
+such objects interpenetrate between their parts (seed 3031 on 2026-12-02: 1,395 contact points among 5 objects,
+2.6 mm deep): the pile never comes to rest, the settle runs its whole `settle_steps`, and the live pile stays
 awake, at up to 400 ms an env step against 2 ms. doc/benchmarks-history.md (2026-12-02, evening) has a run.
 """
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 import gymnasium as gym
 import numpy as np
@@ -31,16 +31,16 @@ from binpick_sim.cell.hulls import hulled
 def convex_parts(urdf: Path) -> int:
     """The count of convex parts (`o` records) of the collision mesh of `urdf`'s hulled copy."""
     copy = Path(hulled(urdf, "copied"))
-    mesh = re.search(r"<collision>.*?filename=\"([^\"]+)\"", copy.read_text(), re.S).group(1)
+    mesh = ElementTree.parse(copy).find("link/collision/geometry/mesh").get("filename")
     with open(copy.parent / mesh) as lines:
         return sum(1 for line in lines if line.startswith("o "))
 
 
 def measure(seeds: range, steps: int) -> list[dict]:
     env = gym.make("binpick_sim/FrankaDelta-v0", observation="state")
-    env.reset(seed=seeds[0])  # the first reset pays for the settler and the first files: not a layout's own
     rows = []
     try:
+        env.reset(seed=seeds[0])  # the first reset pays for the settler and the first files: not a layout's own
         for seed in seeds:
             start = time.process_time()
             env.reset(seed=seed)
