@@ -239,8 +239,9 @@ class Reasoner:
         """`obj` loaded into another world where it is in the live one. PyBullet's base pose is the
         centre of mass's, while loadURDF places the link frame: loading at the base pose would put a
         body with an inertial offset (pybullet_data's duck: 2 cm) that far off; resetting the base
-        pose after loading puts the centre of mass where it is live."""
-        body = client.loadURDF(str(obj.urdf), globalScaling=obj.scale)
+        pose after loading puts the centre of mass where it is live. Its collision shapes are the live ones
+        (`collision_urdf`: a many-part type's merged parts)."""
+        body = client.loadURDF(obj.collision_urdf, globalScaling=obj.scale)
         client.resetBasePositionAndOrientation(body, *self.sim.world.client.getBasePositionAndOrientation(obj.body))
         return body
 

@@ -12,9 +12,10 @@ cost the solver most of every physics step although nothing in it moved: the def
 fifth of the empty cell's rate, and a reset spent 500 steps on a pile at rest after 110-220 of them. So
 the settle ends once the pile has been at rest for two looks in a row (SETTLED_SPEED, SETTLE_LOOK; still
 at most `settle_steps`), the objects are stopped and put to sleep, and each falls asleep again by
-Bullet's own rule (motion below SLEEP_MOTION for 2 s) once something has woken it: a contact with anything awake (the gripper, a
-falling object) wakes it and the pile it rests on. Changes made between steps wake the pile themselves
-(`wake`): a removed object, a teleported one, a shaken bin.
+Bullet's own rule (motion below SLEEP_MOTION for 2 s) once something has woken it: a contact with anything
+awake (the gripper, a falling object) wakes it and the pile it rests on. Changes made between steps wake the
+pile themselves (`wake`): a removed object, a teleported one, a shaken bin. Objects collide as their hulled
+copies (cell/hulls.py), a type of many convex parts with them merged to MAX_PARTS: such piles never came to rest.
 The `cube` object set puts pybullet_data's small cube there instead (a box collision shape, as
 panda-gym's object is): a mesh object costs the solver more per physics step (doc/benchmarks.md "Like for like").
 """
@@ -48,7 +49,16 @@ SLEEP_MOTION = 0.05
 # asked: about one layout in eight keeps an object rocking or spinning in place on its contacts for good
 # (|w| up to 1 rad/s after 500 steps), which a settle waiting for it never ended; at rest, it stops.
 SETTLED_SPEED = 0.005
-SETTLE_LOOK = 12  # physics steps between two looks at the settling pile
+# Physics steps between two looks at the settling pile. The last looks step a pile already at rest (about
+# 0.4 ms a physics step): a look every 6 steps rather than 12 took 5-8 ms off a new layout's reset (its median,
+# 50-60 ms), and the scripted picker still lifts an object in 100 % of seeds 0-199 (99.5 % with 12) and 99.25 %
+# of seeds 0-399 (doc/benchmarks-history.md, 2026-12-02 evening and 2026-12-03).
+SETTLE_LOOK = 6
+# The most convex parts an object's collision mesh keeps (cell/hulls.py merges the rest): 69 random_urdfs types have
+# 17-127, and piles of those never came to rest (up to 400 ms an env step). 16 leaves the 931 others as they are
+# (12 would change 4 more, 32 six fewer), and its merged types' piles settle and sleep as the others do; with 32,
+# their resets took half as long again (doc/benchmarks-history.md, 2026-12-03).
+MAX_PARTS = 16
 
 
 def may_sleep(client, body: int) -> int:
@@ -176,6 +186,12 @@ class SceneObject:
     @property
     def spawned(self) -> bool:
         return self.spawn_pose is not None
+
+    @property
+    def collision_urdf(self) -> str:
+        """The URDF of the collision shapes the object has live: a bin object's hulled copy (cell/hulls.py, its
+        parts merged to MAX_PARTS), a spawned object's own file. Another world's copy of it loads this one."""
+        return str(self.urdf) if self.spawned else hulled(self.urdf, "copied", MAX_PARTS)
 
 
 class BinScene:
@@ -397,11 +413,11 @@ class BinScene:
     def _load_object(self, index: int, position: list, orientation) -> SceneObject:
         c = self.world.client
         if self.is_settler:  # never drawn: its meshes are not read (the physics is the same)
-            body = c.loadURDF(hulled(self.object_urdf, "copied"), position, orientation,
+            body = c.loadURDF(hulled(self.object_urdf, "copied", MAX_PARTS), position, orientation,
                               globalScaling=self.object_scale, flags=c.URDF_IGNORE_VISUAL_SHAPES)
         else:  # EGL: see spelled; hulled: the same collision shapes, loaded faster (cell/hulls.py)
-            body = c.loadURDF(spelled(hulled(self.object_urdf, "copied"), ("scale", self.object_scale)), position,
-                              orientation, globalScaling=self.object_scale)
+            body = c.loadURDF(spelled(hulled(self.object_urdf, "copied", MAX_PARTS), ("scale", self.object_scale)),
+                              position, orientation, globalScaling=self.object_scale)
         c.changeDynamics(body, -1, mass=OBJECT_MASS, activationState=c.ACTIVATION_STATE_ENABLE_SLEEPING,
                          sleepThreshold=SLEEP_MOTION)
         return SceneObject(index, body, self.object_urdf, self.object_scale)

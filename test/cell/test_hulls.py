@@ -132,7 +132,7 @@ def test_a_scripted_grasp_runs_the_same_with_the_copies_as_with_the_originals(mo
     ours, info = episode()
     for module in (franka, ik):  # the arm and its IK copy
         monkeypatch.setattr(module, "hulled_panda_urdf", lambda: ORIGINAL)
-    monkeypatch.setattr(scene, "hulled", lambda urdf, visuals: str(urdf))  # the objects too, in both worlds
+    monkeypatch.setattr(scene, "hulled", lambda urdf, *settings: str(urdf))  # the objects too, in both worlds
     theirs, _ = episode()
     assert info["grabbed"] and len(ours) < 60  # the episode ends with an object lifted in the fingers
     np.testing.assert_array_equal(ours, theirs)  # joints, gripper and every object, step by step
@@ -159,9 +159,9 @@ def test_a_copy_another_process_finished_first_wins_the_rename(tmp_path, monkeyp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     write = hulls._write
 
-    def racing(urdf, folder, visuals):  # another process renames its copy into place while this one writes
-        write(urdf, folder, visuals)
-        write(urdf, tmp_path / "other", visuals)
+    def racing(urdf, folder, *settings):  # another process renames its copy into place while this one writes
+        write(urdf, folder, *settings)
+        write(urdf, tmp_path / "other", *settings)
         os.replace(tmp_path / "other", target[0])
 
     hulls.hulled.cache_clear()
@@ -191,3 +191,42 @@ def test_without_a_writable_cache_the_copy_is_this_processs_own(tmp_path, monkey
             pybullet.disconnect(c)
     finally:
         hulls.hulled.cache_clear()
+
+
+def _parts(text: str) -> list[np.ndarray]:
+    """The points of each part (`o` record) of an OBJ's text."""
+    parts = []
+    for line in text.splitlines():
+        if line.startswith("o "):
+            parts.append([])
+        elif line.startswith("v "):
+            parts[-1].append([float(x) for x in line.split()[1:4]])
+    return [np.array(p) for p in parts]
+
+
+@pytest.mark.parametrize("name", ["395", "524"])  # 100 and 83 convex parts
+def test_a_many_part_type_keeps_the_cells_most_parts_each_the_hull_of_whole_source_parts(name):
+    from scipy.spatial import ConvexHull, Delaunay
+
+    source = Path(pybullet_data.getDataPath()) / "random_urdfs" / name / f"{name}.obj"
+    originals = _parts(hulls.hull_obj(source))
+    text = hulls.hull_obj(source, scene.MAX_PARTS)
+    merged = _parts(text)
+    assert len(originals) > scene.MAX_PARTS == len(merged)
+    every_point = np.vstack(originals)
+    for part in merged:  # made of the source's points alone
+        assert {tuple(p) for p in part} <= {tuple(p) for p in every_point}
+    inside = [Delaunay(part) for part in merged]
+    for part in originals:  # each source part lies whole inside one merged part: nothing of the object is lost
+        assert any(np.all(hull.find_simplex(part, tol=1e-9) >= 0) for hull in inside)
+    # Merged along the object: its parts fill far less than its own hull (a thin shell stays a shell).
+    assert sum(ConvexHull(p).volume for p in merged) < 0.5 * ConvexHull(every_point).volume
+    assert text == hulls.hull_obj(source, scene.MAX_PARTS)  # the same every time
+
+
+def test_a_type_of_few_parts_is_the_same_copy_under_the_cells_most():
+    urdf = Path(pybullet_data.getDataPath()) / "random_urdfs" / "002" / "002.urdf"  # 6 parts
+    copies = [Path(hulls.hulled(urdf, "copied", most)) for most in (None, scene.MAX_PARTS)]
+    assert copies[0] != copies[1]  # two copies, one per setting
+    meshes = [sorted((c.parent / hulls.HULLS).iterdir()) for c in copies]
+    assert [m.read_bytes() for m in meshes[0]] == [m.read_bytes() for m in meshes[1]] != []

@@ -292,8 +292,9 @@ def test_a_start_over_the_object_begins_above_it_with_the_same_object_and_goal()
             resting, _ = plain.reset(seed=seed)
             sim = over.unwrapped.backend.sim
             np.testing.assert_array_equal(observation["desired_goal"], resting["desired_goal"])
-            # the object as it lay (3 steps later: at rest, within a micrometre)
-            np.testing.assert_allclose(observation["achieved_goal"], resting["achieved_goal"], atol=1e-5)
+            # the object as it lay, 3 steps later: within 21 um in seeds 0-5 (a pile that came to rest in 48 steps,
+            # seed 2, still creeps that far; the next object of a layout lies centimetres away)
+            np.testing.assert_allclose(observation["achieved_goal"], resting["achieved_goal"], atol=1e-4)
             ee = observation["observation"][:3]
             assert ee[2] == pytest.approx(sim.scene.pick_bin.to_world([0, 0, goal.START_HEIGHT])[2], abs=0.002)
             offset = ee[:2] - observation["achieved_goal"][:2]

@@ -215,16 +215,16 @@ def test_privileged_observations_are_recorded_as_the_env_gave_them(tmp_path, obs
         main(["--observation", "rgbd", "--out", str(tmp_path / "x")])
 
 
-# Seeds 84..91: the picker fails in one of them (91: a bin contact, 65 steps) and the others take 44-46 steps, so
-# the comparison sees each kind of episode; the manual's 100 episodes would take minutes. (It picks 99.5 % of seeds
-# 0..199; the pile settled to rest and asleep, later placed from its settle (cell/layouts.py), moved which seeds
-# are the hard ones.)
-SCRIPTED_SEEDS = list(range(84, 92))
+# Seeds 280..287: the picker fails in one of them (286, 134 steps) and the others take 44-46 steps, so the comparison
+# sees each kind of episode; the manual's 100 episodes would take minutes. (It picks 100 % of seeds 0..199 and
+# 99.25 % of 0..399; each change to how piles settle (cell/scene.py: SETTLE_LOOK, MAX_PARTS) moves which seeds are
+# the hard ones.)
+SCRIPTED_SEEDS = list(range(280, 288))
 
 
 @pytest.fixture(scope="module")
 def scripted_run(cluster, tmp_path_factory):
-    """The manual's demonstration command on SCRIPTED_SEEDS: `rollouts --episodes 8 --workers 2 --seed 84`."""
+    """The manual's demonstration command on SCRIPTED_SEEDS: `rollouts --episodes 8 --workers 2 --seed 280`."""
     from concurrent.futures import ThreadPoolExecutor
 
     from binpick_sim.rollouts import main, read_dataset
