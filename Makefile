@@ -163,8 +163,8 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	$(PY) -m pip install --quiet --requirement requirements-bench.txt
 	@touch $@
 
+# bench.run writes the bytecode itself (write_bytecode), as `python -m bench.run GROUP` needs it too
 bench: $(BENCH_STAMP)
-	@$(BYTECODE)
 	$(ROS_ENV) $(PY) -m bench.run
 
 # HER with an off-policy learner (Stable-Baselines3, torch's CPU build) up the goal envs' ladder, beside

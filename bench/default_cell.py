@@ -224,7 +224,7 @@ def growth() -> list[Figure]:
         ratios = per_round(rates[k], rates[0])
         per_object = 100 * (1 / median(ratios) - 1) / k  # the env step's time grows by this much per object
         figures.append(Figure(GROUP, f"FrankaDelta-v0 state, {k} object{'s' * (k > 1)} in the pick bin, against "
-                              f"none (+{per_object:.1f} % step time per object)", median(rates[k]), "env steps/s",
+                              f"none ({per_object:+.1f} % step time per object)", median(rates[k]), "env steps/s",
                               median(rates[0]), ratios=ratios))
     empty_step_us = 1e6 / median(rates[0])
     for kind in ("mesh", "box"):

@@ -1,6 +1,7 @@
 """`make bench`: run every benchmark, print a markdown table, write JSON (build/bench.json or $BENCH_OUT)."""
 from __future__ import annotations
 
+import compileall
 import datetime
 import importlib
 import json
@@ -62,6 +63,19 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
+def write_bytecode() -> None:
+    """The package's and the bench's bytecode, written before anything is timed. These machines set
+    PYTHONDONTWRITEBYTECODE, so a checkout's modules are compiled from source by every process that imports
+    them until something writes their .pyc: then each `sim` process a row starts (the ROS backend's make,
+    the first /clock, check_env over ROS) paid ~0.3 s for it (2026-12-03: make 0.89-1.01 s without,
+    0.60-0.66 s with; check_env over ROS 3.2-4.2x the direct backend's without, 2.8-3.1x with), which no
+    installed package (pip and colcon compile at install) and no `make` target (the Makefile's BYTECODE) pays."""
+    import binpick_sim
+
+    for package in (Path(binpick_sim.__file__).parent, Path(__file__).parent):
+        compileall.compile_dir(package, quiet=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     names = (argv if argv is not None else sys.argv[1:]) or MODULES
     try:
@@ -69,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     except MissingExtra as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+    write_bytecode()
     figures = collect(names)
     out = Path(os.environ.get("BENCH_OUT", "build/bench.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
