@@ -64,12 +64,10 @@ def _number(value: float) -> str:
 
 
 def write_bytecode() -> None:
-    """The package's and the bench's bytecode, written before anything is timed. These machines set
-    PYTHONDONTWRITEBYTECODE, so a checkout's modules are compiled from source by every process that imports
-    them until something writes their .pyc: then each `sim` process a row starts (the ROS backend's make,
-    the first /clock, check_env over ROS) paid ~0.3 s for it (2026-12-03: make 0.89-1.01 s without,
-    0.60-0.66 s with; check_env over ROS 3.2-4.2x the direct backend's without, 2.8-3.1x with), which no
-    installed package (pip and colcon compile at install) and no `make` target (the Makefile's BYTECODE) pays."""
+    """The package's and the bench's bytecode, written before anything is timed (as the Makefile's BYTECODE
+    does for its other targets). These machines set PYTHONDONTWRITEBYTECODE: without it every `sim` process a
+    ROS row starts compiled the checkout from source, which no installed package pays (pip and colcon compile
+    at install); doc/benchmarks-history.md "2026-12-03 (morning)" has the rows with and without."""
     import binpick_sim
 
     for package in (Path(binpick_sim.__file__).parent, Path(__file__).parent):
