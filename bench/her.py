@@ -1,21 +1,21 @@
 """SAC + HER up the goal envs' ladder, beside panda-gym (issues 27, 55): honest runs and their curves.
 
 `python -m bench.her [--envs ...] [--steps N] [--long-steps M] [--eval-every K] [--reward sparse|dense]
-[--out build/her]` (`make
-bench-her`, which installs requirements-her.txt: Stable-Baselines3 and a CPU build of torch; not part of
-`make bench`).
+[--no-normalize] [--out build/her]` (`make bench-her`, which installs requirements-her.txt: Stable-Baselines3
+and a CPU build of torch; not part of `make bench`).
 
 Stable-Baselines3's SAC with its HerReplayBuffer (goal_selection_strategy "future", n_sampled_goal 4, as
 panda-gym's and the RL Zoo's HER runs use; learning rate 1e-3, gamma 0.95, tau 0.05, batch 256, two layers of
-256, sparse reward) learns each env in turn, on the CPU, seeded, the goal envs on the direct backend. The first
-two, FrankaReach-v0 and panda-gym's PandaReach-v3, get the same budget (`--steps`, 10,000 by default) and the
-same evaluation, so that their curves compare a learning setup on this cell with the same setup on panda-gym;
-FrankaLift-v0 and FrankaPickPlace-v0 get the longer budget (`--long-steps`, 100,000). Every K steps the
-deterministic policy runs one episode on each of a fixed set of held-out seeds (EVAL_SEEDS, 20, never used
+256, sparse reward; observations and goals normalised by running statistics as the HER paper's learner had them,
+`--no-normalize` for the raw ones) learns each env in turn, on the CPU, seeded, the goal envs on the direct
+backend. The first two, FrankaReach-v0 and panda-gym's PandaReach-v3, get the same budget (`--steps`, 10,000 by
+default) and the same evaluation, so that their curves compare a learning setup on this cell with the same setup
+on panda-gym; FrankaLift-v0 and FrankaPickPlace-v0 get the longer budget (`--long-steps`, 100,000). Every K steps
+the deterministic policy runs one episode on each of a fixed set of held-out seeds (EVAL_SEEDS, 20, never used
 for training: training resets are unseeded after the first); its success rate is `info["is_success"]` at the
-episode's last step (Gymnasium-Robotics' and SB3's convention), and beside it the share successful at any
-step. A policy that never moves (zero actions) on the same seeds is the reference: the goal can lie where
-the object already is.
+episode's last step (Gymnasium-Robotics' and SB3's convention), and beside it the share successful at any step. A
+policy that never moves (zero actions) on the same seeds is the reference: the goal can lie where the object
+already is.
 
 Written into --out: her.json (every run's curve and settings, and for the two Reach envs the steps each first
 reached SUCCESS_TARGET and their ratio), one her_<env>.png per run (success, return, final distance against
@@ -139,9 +139,11 @@ def steps_to(curve: list[dict], target: float = SUCCESS_TARGET) -> int | None:
 
 def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: int = 1,
           seeds: Iterable[int] = EVAL_SEEDS, log: Callable[[str], None] = print,
-          on_point: Callable[[dict], None] | None = None, reward_type: str = "sparse") -> dict:
+          on_point: Callable[[dict], None] | None = None, reward_type: str = "sparse",
+          normalize: bool = True) -> dict:
     """Trains SAC + HER on `task` for `steps` env steps, evaluating at 0 and every `eval_every` steps; the
-    curve. `on_point(result so far)` after every evaluation (a long run's partial curve is saved there)."""
+    curve. `on_point(result so far)` after every evaluation (a long run's partial curve is saved there).
+    `normalize`: the learner sees observations and goals normalised (`learner_view`)."""
     import torch
     from stable_baselines3 import SAC, HerReplayBuffer
     from stable_baselines3.common.callbacks import BaseCallback
@@ -155,7 +157,8 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
         f"(any step {reference['success_any']:.0%}), mean return {reference['mean_return']:.1f}, "
         f"goal distance at the end {100 * reference['final_distance']:.1f} cm")
     hp = dict(HYPERPARAMETERS)
-    model = SAC("MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(HER),
+    learner_env, seen = learner_view(env, normalize)
+    model = SAC("MultiInputPolicy", learner_env, replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(HER),
                 policy_kwargs=dict(net_arch=hp.pop("net_arch")), buffer_size=max(steps, 1), seed=seed, device="cpu",
                 verbose=0, **hp)
     curve: list[dict] = []
@@ -165,7 +168,8 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
     result = {"env": task.env_id, "name": task.name, "env_kwargs": task.kwargs, "curriculum": task.curriculum,
               "algorithm": "SAC",
               "replay_buffer": "HerReplayBuffer", "her": HER, "hyperparameters": HYPERPARAMETERS,
-              "reward_type": reward_type, "episode_steps": env.spec.max_episode_steps, "seed": seed,
+              "reward_type": reward_type, "normalized_observations": normalize,
+              "episode_steps": env.spec.max_episode_steps, "seed": seed,
               "torch_threads": threads, "eval_seeds": list(seeds), "budget": steps,
               "success_measure": "info['is_success'] at the episode's last step (success_any: at any step)",
               "eval_every": eval_every, "zero_action_policy": reference, "curve": curve,
@@ -173,7 +177,7 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
 
     def point(step: int) -> None:
         started = time.perf_counter()
-        row = evaluate(eval_env, lambda o: model.predict(o, deterministic=True)[0], seeds)
+        row = evaluate(eval_env, lambda o: model.predict(seen(o), deterministic=True)[0], seeds)
         clock["evaluating"] += time.perf_counter() - started
         wall = time.perf_counter() - clock["start"]
         row.update(steps=step, wall_s=wall, train_s=wall - clock["evaluating"])
@@ -204,6 +208,21 @@ def train(task: Task, steps: int, eval_every: int, seed: int = SEED, threads: in
     env.close()
     eval_env.close()
     return result
+
+
+def learner_view(env, normalize: bool):
+    """The env as the learner steps it, and what the evaluation hands the policy for an observation. With
+    `normalize`, SB3's VecNormalize over it: observations and both goals shifted and scaled by their running mean
+    and variance (clipped at 10 deviations), rewards as they are (HER recomputes them from the raw goals, which
+    the replay buffer keeps); the evaluation normalises with the statistics training has gathered so far. Why:
+    the pick bin's goals span 12 cm around a point half a metre out, and a raw network resolves 2 cm there
+    slowly (doc/benchmarks-history.md, 2026-12-03 afternoon); the HER paper's learner normalised its inputs so."""
+    if not normalize:
+        return env, lambda observation: observation
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    vec = VecNormalize(DummyVecEnv([lambda: env]), norm_obs=True, norm_reward=False)
+    return vec, vec.normalize_obs
 
 
 class Tightening:
@@ -261,7 +280,8 @@ def plot(result: dict, path: Path) -> None:
     right.plot(steps, [100 * r["final_distance"] for r in result["curve"]], "o-")
     right.axhline(100 * result["zero_action_policy"]["final_distance"], color="grey", lw=1, ls=":")
     right.set(xlabel="training steps", ylabel="goal distance at the end [cm]", title="distance", ylim=(0, None))
-    figure.suptitle(f"SAC + HER on {result['name']}, {result['reward_type']} reward", fontsize=10)
+    inputs = ", observations normalised" if result.get("normalized_observations") else ", raw observations"
+    figure.suptitle(f"SAC + HER on {result['name']}, {result['reward_type']} reward{inputs}", fontsize=10)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
@@ -283,7 +303,8 @@ def plot_pair(runs: dict, path: Path) -> None:
     seeds = first["eval_seeds"]
     axes.set(xlabel="training steps", ylabel="held-out success [%]", ylim=(-3, 103),
              title=f"SAC + HER, same settings and budget (learner seed {first['seed']})\n"
-                   f"held-out seeds {seeds[0]}-{seeds[-1]}")
+                   f"held-out seeds {seeds[0]}-{seeds[-1]}"
+                   f"{', observations normalised' if first.get('normalized_observations') else ''}")
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path)
@@ -312,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("build/her"), help="her.json and the curves go here")
     parser.add_argument("--reward", choices=("sparse", "dense"), default="sparse",
                         help="the envs' reward (HER's is sparse; dense: minus the distance, PandaReachDense-v3)")
+    parser.add_argument("--no-normalize", dest="normalize", action="store_false",
+                        help="the learner sees the raw observations (by default they are normalised, VecNormalize)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
     args = parser.parse_args(argv)
@@ -338,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         task = TASKS[name]
         budget = args.long_steps if task.long else args.steps
         every = args.long_eval_every if task.long else args.eval_every
-        result = train(task, budget, every, args.seed, args.threads, seeds, on_point=save, reward_type=args.reward)
+        result = train(task, budget, every, args.seed, args.threads, seeds, on_point=save, reward_type=args.reward,
+                       normalize=args.normalize)
         save(result)
         plot(result, args.out / file_name(name))
         print(f"{name}: {result['steps']} steps in {result['wall_s']:.0f} s ({result['train_steps_per_s']:.1f} training "

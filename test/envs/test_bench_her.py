@@ -92,9 +92,35 @@ def test_bench_her_runs_the_chosen_envs_and_writes_the_curves(tmp_path):
     assert [r["steps"] for r in reach["curve"]] == [0, 30, 60] and [r["steps"] for r in lift["curve"]] == [0, 40, 80]
     assert reach["eval_seeds"] == [1000, 1001] and lift["env_kwargs"] == {"one_object": True}
     assert reach["episode_steps"] == 50 and lift["hyperparameters"]["gamma"] == 0.95 and lift["her"]["n_sampled_goal"] == 4
+    assert reach["normalized_observations"] and lift["normalized_observations"]
     assert report["reach_comparison"] is None  # PandaReach-v3 did not run
     assert (tmp_path / "her_frankareach_v0.png").stat().st_size > 0
     assert (tmp_path / "her_frankalift_v0_one_object.png").stat().st_size > 0
+
+
+@pytest.mark.skipif(NO_LEARNER, reason="needs the HER extra: pip install -r requirements-her.txt (make bench-her installs it)")
+def test_the_policy_is_evaluated_on_observations_normalised_as_the_learner_saw_them():
+    """`learner_view`: the learner steps VecNormalize over the env, every key of the goal Dict normalised by the
+    running statistics of the steps so far; the evaluation hands the policy an observation normalised by the
+    same statistics (not its raw metres); `normalize=False`: the env itself, observations as they are."""
+    env = gym.make("binpick_sim/FrankaReach-v0", max_episode_steps=STEPS)
+    try:
+        vec, seen = her.learner_view(env, True)
+        vec.reset()
+        for _ in range(3 * STEPS):
+            vec.step(np.array([env.action_space.sample()]))
+        raw, _ = env.reset(seed=SEEDS[0])
+        shown = seen(raw)
+        for key, value in raw.items():
+            statistics = vec.obs_rms[key]
+            assert statistics.count > 3 * STEPS  # the steps' observations were counted
+            expected = np.clip((value - statistics.mean) / np.sqrt(statistics.var + vec.epsilon), -10, 10)
+            np.testing.assert_allclose(shown[key], expected, rtol=1e-5)
+            assert np.abs(shown[key] - value).max() > 0.1  # not the metres themselves
+        same, identity = her.learner_view(env, False)
+        assert same is env and identity(raw) is raw
+    finally:
+        env.close()
 
 
 def test_a_curriculum_shapes_the_training_env_alone():
