@@ -29,7 +29,7 @@ help:
 	@echo "make docs   - the manual (doc/*.md) as HTML in build/docs/index.html; fails on any Sphinx warning"
 	@echo "make run    - serve the simulation until Ctrl-C (ROS_DOMAIN_ID as in your shell)"
 	@echo "make bench  - benchmarks (installs requirements-bench.txt): table on stdout, JSON in build/bench.json"
-	@echo "make bench-her - SAC + HER on FrankaReach-v0 beside PandaReach-v3 (~25 min), then FrankaLift-v0 and FrankaPickPlace-v0 (hours on CPU); HER_ARGS=\"--envs ...\" picks; curves in build/her"
+	@echo "make bench-her - SAC + HER on FrankaReach-v0 beside PandaReach-v3 (~10 min), then FrankaLift-v0 (one cube) and FrankaPickPlace-v0 (~2 h on CPU); HER_ARGS=\"--envs ...\" picks; curves in build/her"
 	@echo "make planner-example - OMPL plans against what sim publishes and picks an object (installs requirements-planning.txt)"
 
 venv: $(STAMP)
