@@ -261,6 +261,11 @@ def compare_reach(runs: dict) -> dict | None:
             "ratio": franka / panda if franka and panda else None}
 
 
+def inputs(result: dict) -> str:
+    """What the learner saw, for a plot's title (a run recorded before `normalized_observations` saw raw ones)."""
+    return "observations normalised" if result.get("normalized_observations") else "raw observations"
+
+
 def plot(result: dict, path: Path) -> None:
     """Success rate (last step, any step), mean return and the final distance to the goal against steps, the
     zero-action policy's as a dotted line."""
@@ -284,8 +289,7 @@ def plot(result: dict, path: Path) -> None:
     right.plot(steps, [100 * r["final_distance"] for r in result["curve"]], "o-")
     right.axhline(100 * result["zero_action_policy"]["final_distance"], color="grey", lw=1, ls=":")
     right.set(xlabel="training steps", ylabel="goal distance at the end [cm]", title="distance", ylim=(0, None))
-    inputs = ", observations normalised" if result.get("normalized_observations") else ", raw observations"
-    figure.suptitle(f"SAC + HER on {result['name']}, {result['reward_type']} reward{inputs}", fontsize=10)
+    figure.suptitle(f"SAC + HER on {result['name']}, {result['reward_type']} reward, {inputs(result)}", fontsize=10)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
@@ -307,8 +311,7 @@ def plot_pair(runs: dict, path: Path) -> None:
     seeds = first["eval_seeds"]
     axes.set(xlabel="training steps", ylabel="held-out success [%]", ylim=(-3, 103),
              title=f"SAC + HER, same settings and budget (learner seed {first['seed']})\n"
-                   f"held-out seeds {seeds[0]}-{seeds[-1]}"
-                   f"{', observations normalised' if first.get('normalized_observations') else ''}")
+                   f"held-out seeds {seeds[0]}-{seeds[-1]}, {inputs(first)}")
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path)
