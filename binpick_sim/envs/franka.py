@@ -105,7 +105,8 @@ class FrankaEnv(SceneChangeApi, gym.Env):
         rendered = self._rendered(config)  # the camera as drawn: at the observation's size (FrankaDeltaEnv)
         options["privileged"] = self.needs_privileged()  # over ROS the task node sends it only when asked
         options["segmentation"] = observation == "segmentation"
-        self._make_backend = lambda: make_backend(backend, rendered, images, gui=render_mode == "human", **options)
+        self._make_backend = lambda seed=None: make_backend(backend, rendered, images, gui=render_mode == "human",
+                                                            first_seed=seed, **options)
         self._backend_args = (backend, images, render_mode == "human", options)  # load_scene's
         self._scene_base = config  # the scene file as given (with camera_size / renderer): load_scene's start
         self._backend = None
@@ -287,6 +288,8 @@ class FrankaEnv(SceneChangeApi, gym.Env):
             checked_value(SimulationConfig, "seed", seed, "seed")
         super().reset(seed=seed)
         keep = bool((options or {}).get("keep_object_type", False))
+        if self._backend is None and not keep:  # made for this reset: it starts on this seed's layout
+            self._backend = self._make_backend(seed)
         self.last = self.backend.reset(seed, keep)
         self.episode_start = self.last.stamp
         self.steps = 0

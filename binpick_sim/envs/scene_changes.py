@@ -38,7 +38,7 @@ class SceneChangeApi:
         self.close()
         self.config, self.scene_mode = config, mode
         rendered = self._rendered(config)
-        self._make_backend = lambda: make_backend(name, rendered, images, gui=gui, **options)
+        self._make_backend = lambda seed=None: make_backend(name, rendered, images, gui=gui, first_seed=seed, **options)
         self.last = None
 
     def recompute_view_and_projection_matrix(self, eye_position, target_position, fov, near_plane, far_plane,

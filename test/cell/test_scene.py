@@ -95,6 +95,9 @@ def test_train_and_test_sets_are_disjoint():
     train, test = object_files("train"), object_files("test")
     assert len(train) == 900 and len(test) == 100
     assert not set(train) & set(test)
+    # the sets as every random_urdfs file found, in order (object_files lists the folders only)
+    root = train[0].parent.parent
+    assert [f for i, f in enumerate(sorted(root.glob("*/*.urdf"))) if i % 10] == list(train)
 
 
 def test_each_object_types_extent_is_read_from_its_file_as_pybullet_reads_it():

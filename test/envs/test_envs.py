@@ -209,6 +209,33 @@ def test_reset_is_repeatable_and_keeps_the_object_type_when_asked():
         env.close()
 
 
+def test_an_envs_first_seeded_reset_settles_only_its_own_layout():
+    """The backend is made for the first reset and starts on that seed's layout, which the reset then finds
+    remembered: not the scene file's seed's layout settled first, then this one (test_reproducibility.py checks
+    that the episode is the one a later reset with the seed gives)."""
+    env = make("binpick_sim/FrankaDelta-v0")
+    try:
+        env.reset(seed=21)
+        assert len(env.unwrapped.backend.sim.scene.layouts) == 1
+    finally:
+        env.close()
+
+
+def test_resets_over_ros_make_no_more_clients():
+    """Each reset asks the sim's parameter and reset services with the clients of the first: a client made per
+    request stayed in this process until the env closed (six a reset) and waited for discovery each time."""
+    env = make("binpick_sim/FrankaDelta-v0", backend="ros")
+    try:
+        env.reset(seed=3)
+        node = env.unwrapped.backend.client.node
+        made = len(list(node.clients))
+        for seed in (3, 4, None):
+            env.reset(seed=seed)
+        assert len(list(node.clients)) == made
+    finally:
+        env.close()
+
+
 def test_episodes_are_truncated_at_the_step_limit(tmp_path):
     """Made directly from its class (the seed's API), the env truncates at the scene file's limit."""
     from binpick_sim.envs import FrankaDeltaEnv

@@ -27,9 +27,11 @@ class StandInParameterClient:
 
     lost = 1
     sent: list = []
+    made: list = []  # the remote node of each client made
 
     def __init__(self, node, remote):
         self.remote = remote
+        StandInParameterClient.made.append(remote)
 
     def services_are_ready(self):
         return True
@@ -54,8 +56,20 @@ def backend(monkeypatch):
     import rclpy.parameter_client
 
     monkeypatch.setattr(rclpy.parameter_client, "AsyncParameterClient", StandInParameterClient)
-    StandInParameterClient.sent = []
-    return SimpleNamespace(client=SimpleNamespace(node=None, spin_until=spin_until), TIMEOUT=2.0, RESEND=0.2)
+    StandInParameterClient.sent, StandInParameterClient.made = [], []
+    stand_in = SimpleNamespace(client=SimpleNamespace(node=None, spin_until=spin_until), TIMEOUT=2.0, RESEND=0.2,
+                               _parameter_clients={})
+    stand_in._parameter_client = lambda node: RosBackend._parameter_client(stand_in, node)
+    return stand_in
+
+
+def test_each_nodes_parameter_client_is_made_once(backend):
+    """A client per request made six service clients a reset, kept by rclpy until the node goes, each
+    discovered by the sim again before its request could go."""
+    StandInParameterClient.lost = 0
+    for node in ("world", "world", "task", "world"):
+        RosBackend._set_node_parameters(backend, node, [])
+    assert StandInParameterClient.made == ["world", "task"] and len(StandInParameterClient.sent) == 4
 
 
 def test_a_request_whose_reply_is_lost_is_sent_again(backend):
