@@ -22,7 +22,9 @@ Figures:
 - the floor (bench/lean_step.py): the delta env's step on the one-object scene as the same PyBullet calls
   with the least Python around them, against its own stepping and IK (what no Python env can beat);
   the env beside it (the same seed and actions: the same motions), in steps/s and in its own work
-  besides stepping and IK, taking turns with it;
+  besides stepping and IK, taking turns with it; and the same on the default scene with the cell's IK (a
+  posture pass and refinements on the IK copy), beside its own stepping alone too: the line issue 54 draws
+  for the env, which no env making these calls can pass;
 - every ratio in rounds (ROUNDS, OVERHEAD_ROUNDS): the figure is the median of the rounds' ratios;
 - what the default scene costs on top: the one-object scene with one of its features added back at a
   time (finger gear constraint, finger force sensors, arm self-collision, its IK, a random_urdfs mesh
@@ -223,11 +225,32 @@ def binpick(name: str, scene, time_ik: bool = True) -> Timed:
 
 
 LEAN = "the floor, one-object scene"
+LEAN_DEFAULT = "the floor, default scene"  # the cell's IK on its copy: issue 54's line against its own stepping
 
 
-def lean(scene) -> Timed:
+def lean(scene, time_ik: bool = True) -> Timed:
     step = LeanDelta(scene)
-    return Timed(step, step.stepper, lambda n=1: n, (step.client,))
+    clients = {id(c): c for c in (step.client, step.copy)}.values() if time_ik else ()
+    return Timed(step, step.stepper, lambda n=1: n, tuple(clients))
+
+
+def default_floor(overheads: dict[str, Timed]) -> list[Figure]:
+    """The floor on the default scene (the cell's IK: a posture pass and refinements on the IK copy) against its
+    own stepping alone, the line issue 54 draws for the env; and the env beside it, the same motions."""
+    floor, env = overheads[LEAN_DEFAULT], overheads["FrankaDelta-v0, default scene"]
+    floor_ik, env_ik = overheads[f"{LEAN_DEFAULT}, IK timed"], overheads["FrankaDelta-v0, default scene, IK timed"]
+    return [
+        Figure(GROUP, "the floor on the default scene (bench/lean_step.py with the cell's IK on its copy) against its "
+               "own stepping alone", floor.rate, "steps/s", floor.physics_rate, f"raw: its own stepping, "
+               f"{OVERHEAD_BLOCK}-step turns, IK untimed", floor.per_round("rate", None, "physics_rate")),
+        Figure(GROUP, "the same floor against its stepping and IK calls", floor_ik.rate, "steps/s",
+               floor_ik.physics_ik_rate, "raw: its own stepping and IK calls, made directly on PyBullet",
+               floor_ik.per_round("rate", None, "physics_ik_rate")),
+        Figure(GROUP, "FrankaDelta-v0 direct, state, default scene, against the floor", env.rate, "steps/s",
+               floor.rate, "raw: the floor's steps/s, the same seed and actions, so the same motions; IK untimed",
+               env.per_round("rate", floor)),
+        Figure(GROUP, "  own work per env step besides its stepping and IK, default scene", env_ik.work_us, "us",
+               floor_ik.work_us, "raw: the floor's", env_ik.per_round("work_us", floor_ik))]
 
 
 def peer() -> Timed:
@@ -277,6 +300,8 @@ def measure() -> list[Figure]:
         # definition; the position and velocity envs make none)
         overheads[f"FrankaDelta-v0, {scene}, IK timed"] = binpick("FrankaDelta-v0", path)
     overheads[LEAN] = lean(ONE_OBJECT)  # the floor: the same PyBullet calls, the least Python (bench/lean_step.py)
+    overheads[LEAN_DEFAULT] = lean(default_config(), time_ik=False)  # beside its own stepping, as the env is
+    overheads[f"{LEAN_DEFAULT}, IK timed"] = lean(default_config())
     with tempfile.TemporaryDirectory() as folder:
         for variant, changes in VARIANTS.items():
             runs[variant] = binpick("FrankaDelta-v0", variant_scene(Path(folder), changes))
@@ -339,6 +364,7 @@ def measure() -> list[Figure]:
                timed.per_round("rate", floor)),
         Figure(GROUP, "  own work per env step besides its stepping and IK", timed.work_us, "us", floor.work_us,
                "raw: the floor's", timed.per_round("work_us", floor))]
+    figures += default_floor(overheads)
     steady = overheads["FrankaDelta-v0, one-object scene"]
     figures.append(Figure(GROUP, f"FrankaDelta-v0 one-object scene, own work per env step, in turns of "
                           f"{OVERHEAD_BLOCK} steps, IK untimed", steady.own_us, "us", like.own_us,

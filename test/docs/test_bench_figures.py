@@ -154,10 +154,12 @@ def test_an_image_env_is_timed_inside_its_own_steps():
     assert all(0 < ratio < 1 for ratio in timed.per_round("rate", None, "physics_render_rate"))
 
 
-def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_arm_alike():
+@pytest.mark.parametrize("scene", ["one-object", "default"])
+def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_arm_alike(scene):
     """bench/lean_step.py is a yardstick only while it does what FrankaDelta-v0's step does: the same PyBullet
     calls per step, the same motion from the same state and actions (its IK quaternion is not renormalised, so
-    a last bit may differ), the same episode ends, an observation in the env's space."""
+    a last bit may differ), the same episode ends, an observation in the env's space. On the default scene its
+    IK is the cell's (a posture pass and refinements on the arm's IK copy), whose calls are counted too."""
     import collections
 
     import gymnasium as gym
@@ -165,6 +167,9 @@ def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_
 
     from bench.lean_step import LeanDelta
     from bench.like_for_like import ONE_OBJECT
+    from binpick_sim.paths import default_config
+
+    scene = ONE_OBJECT if scene == "one-object" else default_config()
 
     def counting(client, calls):
         for name, function in list(vars(client).items()):
@@ -174,8 +179,8 @@ def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_
                     return _function(*args, **kwargs)
                 setattr(client, name, counted)
 
-    env = gym.make("binpick_sim/FrankaDelta-v0", backend="direct", observation="state", config_file=ONE_OBJECT)
-    lean = LeanDelta(ONE_OBJECT)
+    env = gym.make("binpick_sim/FrankaDelta-v0", backend="direct", observation="state", config_file=scene)
+    lean = LeanDelta(scene)
     try:
         env.reset(seed=3)
         lean.reset(seed=3)
@@ -187,7 +192,8 @@ def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_
         mine, floor = collections.Counter(), collections.Counter()
         for client in {id(c): c for c in (sim.world.client, sim.arm.solver.client)}.values():
             counting(client, mine)
-        counting(lean.client, floor)
+        for client in {id(c): c for c in (lean.client, lean.copy)}.values():
+            counting(client, floor)
         for action in actions[2:]:
             observation, _, *ends, _ = env.step(action)
             lean_observation, _, *lean_ends, _ = lean.step(action)
@@ -196,7 +202,10 @@ def test_the_in_process_floor_makes_the_env_step_s_pybullet_calls_and_moves_the_
             for key in ("joint_positions", "joint_velocities", "ee_position"):
                 np.testing.assert_allclose(lean_observation[key], observation[key], rtol=0, atol=1e-6)
             assert lean_observation["gripper_open"] == observation["gripper_open"]
-        assert floor == mine and mine["stepSimulation"] == 10 * 20
+        steps = env.unwrapped.config.task.steps_per_action
+        assert floor == mine and mine["stepSimulation"] == 10 * steps
+        # the default scene's IK: more than one call a step (posture pass, refinement), on the copy
+        assert (mine["calculateInverseKinematics"] > 10) == (scene != ONE_OBJECT)
     finally:
         env.close()
         lean.close()
