@@ -11,8 +11,9 @@ so round by round (ROUNDS), each figure the median of its rounds' ratios with th
   timed: what the env, task and arm leave of their stepping) and the physics floor: raw `stepSimulation`
   of the default scene's settled pile, and of the cell with no objects.
 - How cost grows with the work: env steps/s (resets apart) with 0, 1, 5, 10 and 20 objects in the pick bin,
-  against the empty bin's, in the same rounds (each round's episode the best of GROWTH_REPEATS); and its floor: what a sleeping object of the default scene's
-  kind (a random_urdfs mesh) costs a bare PyBullet step, beside a box.
+  against the empty bin's, in the same rounds (each round's episode the best of GROWTH_REPEATS); and its
+  floor: what a sleeping object of the default scene's kind (a random_urdfs mesh) costs a bare PyBullet
+  step, beside a box.
 - Resets: a seeded reset to a new layout (a new seed each time), and a reset to the same layout (the same
   seed again), median and p95, the medians beside their floors (the cell's rebuild; a new layout's settle).
 - Starts (wall time, other processes involved): `gym.make(..., backend="ros")` to the first observation and
@@ -44,7 +45,7 @@ OBJECT_COUNTS = (0, 1, 5, 10, 20)
 GROWTH_STEPS = 100  # env steps per env per round of the growth rows
 # Each round's episode runs this many times per env, the envs taking turns, and its best rate counts: the same
 # seed and actions give the same motions each time, so the best is the work without the host's interruptions.
-# (With one round each, the one-object row carried a whole round's noise on its one object: +2.6 to +4.0 %
+# (With one run a round, the one-object row carried a whole round's noise on its one object: +2.6 to +4.0 %
 # an object in single runs of 2026-12-04, +1.2 % as the median of ten seeds' best of seven.)
 GROWTH_REPEATS = 3
 RESETS = 20

@@ -100,8 +100,8 @@ class PandaIK:
         c = self.client
         link = self.link if link is None else link
         rounds = self.rounds if rounds is None else rounds
-        # Plain floats from here on: the same IEEE arithmetic as numpy's, without its per-call cost (~10 us a
-        # solve of an env step's, a tenth of it).
+        # Plain floats from here on: the same IEEE arithmetic as numpy's, without its per-call cost (about 5 us
+        # of an env step's 115 us solve).
         start = np.asarray(start, dtype=float).tolist()
         pose = [self.bound(position).tolist()] + ([_unit_quaternion(orientation)] if orientation is not None else [])
         asked = np.asarray(position, dtype=float).tolist()  # the error is measured to the target as asked
