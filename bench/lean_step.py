@@ -27,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 import binpick_sim.envs  # noqa: F401  (registers the ids)
-from binpick_sim.cell.arm.ik import POSTURE_GAIN, POSTURE_PULL, TOLERANCE
+from binpick_sim.cell.arm.ik import TOLERANCE
 
 
 class Stepper:
@@ -71,8 +71,8 @@ class LeanDelta:
         self.copied = solver.posture or solver.rounds
         self.copy, self.copy_body, self.copy_joints = solver.client, solver.body, list(solver.joints)
         self.posture, self.rounds, self.limits = solver.posture, solver.rounds, solver._limits
-        self.ik_lower, self.ik_upper = solver.lower[:7].tolist(), solver.upper[:7].tolist()
-        self.rest, self.pull = solver.rest.tolist(), POSTURE_PULL / (POSTURE_GAIN * solver.iterations)
+        self.ik_lower, self.ik_upper = solver._lower[:7], solver._upper[:7]
+        self.rest, self.pull = solver._rest, solver._pull
         self.bins = frozenset(b.body for b in sim.scene.bins)
         self.objects = [o.body for o in sim.scene.objects]
         self.threshold = config.task.collision_threshold
@@ -143,7 +143,7 @@ class LeanDelta:
         else:
             q = c.calculateInverseKinematics(body, self.link, target, orientation, jointDamping=self.damping,
                                              maxNumIterations=self.iterations, residualThreshold=TOLERANCE)
-        for refined in range(self.rounds + 1):
+        for refined in range(self.rounds + 1):  # returns at the last round at the latest
             q = [min(max(v, low), high) for v, low, high in zip(q[:7], self.ik_lower, self.ik_upper)] + self.fingers
             c.resetJointStatesMultiDof(body, joints, [[v] for v in q])
             reached = c.getLinkState(body, self.link, computeForwardKinematics=True)[4]
@@ -152,7 +152,6 @@ class LeanDelta:
                 return q
             q = c.calculateInverseKinematics(body, self.link, target, orientation, jointDamping=self.damping,
                                              maxNumIterations=self.iterations, residualThreshold=TOLERANCE)
-        return q
 
     def close(self) -> None:
         self.env.close()

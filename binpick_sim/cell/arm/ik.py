@@ -64,10 +64,12 @@ class PandaIK:
         # the scene's `arm.ik_rounds`, `arm.ik_iterations`, `arm.ik_posture`
         self.rounds, self.iterations, self.posture = rounds, iterations, posture
         # What every call passes, as plain lists (made once: PyBullet copies them on every call).
-        self._limits = dict(lowerLimits=self.lower.tolist(), upperLimits=self.upper.tolist(),
+        self._lower, self._upper, self._rest = self.lower.tolist(), self.upper.tolist(), self.rest.tolist()
+        self._limits = dict(lowerLimits=self._lower, upperLimits=self._upper,
                             jointRanges=(self.upper - self.lower).tolist())
         self._damping = [REFINE_DAMPING] * len(joints)
-        self._lower, self._upper, self._rest = self.lower.tolist(), self.upper.tolist(), self.rest.tolist()
+        # how far the posture pass's rest pose sits toward home, so that its iterations pull as 100 did
+        self._pull = POSTURE_PULL / (POSTURE_GAIN * iterations)
 
     def bound(self, position) -> np.ndarray:
         """`position` pulled in to at most REACH from the arm's base; a ValueError if it is not 3 finite
@@ -107,8 +109,7 @@ class PandaIK:
         asked = np.asarray(position, dtype=float).tolist()  # the error is measured to the target as asked
         self._set(start)
         if self.posture:
-            pull = POSTURE_PULL / (POSTURE_GAIN * self.iterations)
-            rest = [v + pull * (r - v) for v, r in zip(start, self._rest)]
+            rest = [v + self._pull * (r - v) for v, r in zip(start, self._rest)]
             q = c.calculateInverseKinematics(self.body, link, *pose, restPoses=rest, **self._limits,
                                              maxNumIterations=self.iterations, residualThreshold=1e-6)
         else:
