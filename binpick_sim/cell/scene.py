@@ -344,13 +344,17 @@ class BinScene:
     def _fill_and_settle(self, keep_object_type: bool) -> bool:
         """A settler's pile: object type (unless kept), size, count, drop points and orientations drawn from
         the world's RNG, the objects dropped on a grid above the pick bin and settled (`_settle`); whether the
-        pile came to rest."""
+        pile came to rest. A type without a finite point is drawn again: random_urdfs/168's points are all NaN
+        (no size to scale it by, nothing to see, and an inertia PyBullet computes differently from load to load);
+        only the layouts that drew it change."""
         rng = self.world.rng
         if not keep_object_type or self.object_urdf is None:
-            files = object_files(self.config.object_set)
-            self.object_urdf = files[rng.integers(len(files))]
+            files, extent = object_files(self.config.object_set), float("nan")
+            while not extent > 0:  # a shapeless type (random_urdfs/168: every point NaN) is drawn again
+                self.object_urdf = files[rng.integers(len(files))]
+                extent = _largest_extent(self.object_urdf)
             size = rng.uniform(*self.config.object_size_range)
-            self.object_scale = size / _largest_extent(self.object_urdf)
+            self.object_scale = size / extent
         bin_config = self.config.pick_bin
         count = int(rng.integers(bin_config.min_objects, bin_config.max_objects + 1))
         self._drops = []

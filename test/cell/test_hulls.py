@@ -4,6 +4,7 @@ through a grasp; and a copy is written once per machine, safely beside other pro
 cache can be written."""
 import os
 import shutil
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from binpick_sim.cell import hulls, scene
 from binpick_sim.cell.arm import franka, ik
 from binpick_sim.cell.arm.panda import PANDA_URDF
+from binpick_sim.cell.objects.meshes import obj_vertices
 from binpick_sim.cell.scene import object_files
 
 ORIGINAL = str(Path(pybullet_data.getDataPath()) / PANDA_URDF)
@@ -75,16 +77,24 @@ def test_objects_keep_their_convex_parts_inertia_contacts_and_looks(client, obje
         original = pybullet.loadURDF(str(urdf), globalScaling=0.7, physicsClientId=client)
         copied = hulls.hulled(urdf, "copied")
         copy = pybullet.loadURDF(copied, [1, 0, 0], globalScaling=0.7, physicsClientId=client)
-        ours, theirs = (_points(client, b, -1) for b in (copy, original))
-        assert len(ours) == len(theirs) > 0, urdf
-        np.testing.assert_array_equal(np.unique(ours, axis=0), np.unique(theirs, axis=0), err_msg=str(urdf))
-        assert (pybullet.getDynamicsInfo(copy, -1, physicsClientId=client)
-                == pybullet.getDynamicsInfo(original, -1, physicsClientId=client)), urdf
+        # A mesh without a finite point (168's) is kept as it is: PyBullet makes up its points and inertia from
+        # memory it never set (of 600 loads of 168: 7 other inertias, inf and 2e59 among them), so only its
+        # file is compared.
+        shapeless = not np.all(np.isfinite(obj_vertices(str(urdf.with_suffix(".obj")))))
+        if shapeless:
+            meshes = ElementTree.parse(copied).getroot().iter("collision")
+            assert [m.find("geometry/mesh").get("filename") for m in meshes] == [str(urdf.with_suffix(".obj"))]
+        else:
+            ours, theirs = (_points(client, b, -1) for b in (copy, original))
+            assert len(ours) == len(theirs) > 0, urdf
+            np.testing.assert_array_equal(np.unique(ours, axis=0), np.unique(theirs, axis=0), err_msg=str(urdf))
+            assert (pybullet.getDynamicsInfo(copy, -1, physicsClientId=client)
+                    == pybullet.getDynamicsInfo(original, -1, physicsClientId=client)), urdf
         (ours,), (theirs,) = (pybullet.getVisualShapeData(b, physicsClientId=client) for b in (copy, original))
         assert ours[1:4] + ours[5:] == theirs[1:4] + theirs[5:]  # link, geometry, scale, pose, colour
         assert Path(ours[4].decode()).read_bytes() == Path(theirs[4].decode()).read_bytes()  # the same mesh drawn
         assert Path(ours[4].decode()).parent == Path(copied).parent  # beside the copy (rendering.renderers.spelled)
-        assert _dropped(client, copied) == _dropped(client, str(urdf)), urdf  # its parts tumble the same, bit for bit
+        assert shapeless or _dropped(client, copied) == _dropped(client, str(urdf)), urdf  # the same tumble, bit for bit
     cube = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a box: nothing to hull
     assert hulls.hulled(cube, "copied") == str(cube)
 

@@ -44,25 +44,34 @@ def pidfd_works() -> bool:
     return True
 
 
+def _within_bounds(woke: dict[str, int]) -> bool:
+    """main: once per IDLE_WAIT; the parent watch: never (pidfd), or every PARENT_POLL where the kernel gives
+    no pidfd; slow callbacks (where its nodes are installed: control_msgs' actions, simulation_interfaces):
+    IDLE_WAIT's and the diagnostics timers of its nodes (1 Hz), each wake a switch or two (7-13 in 4 s as a
+    rule, up to 26 in 15 runs beside other tests; polling every 0.1 s made 50: 40 of them the polling's)."""
+    return (woke["main"] <= WATCHED / IDLE_WAIT + 2 and (woke["parent-watch"] <= 1 or not pidfd_works())
+            and woke.get("slow callbacks", 0) <= 8 * WATCHED)
+
+
 def test_a_lockstep_sims_idle_threads_sleep_until_woken(ros_context, tmp_path):
+    """Counted over WATCHED seconds, up to three times: on a loaded machine (CI's two cores beside the suite) the
+    reset's last callbacks ran late into the first window once (main: 13). A thread that polls exceeds its
+    bound in every window."""
     sim = SimProcess({"camera": False, "lockstep": True, "task": True}, log=tmp_path / "sim.log",
                      env=named_threads(os.environ))
     client = SimClient("probe", context=ros_context, topics={})
+    windows = []
     try:
         assert client.call("world/reset", timeout=60, resend=5.0).success  # up and served
         time.sleep(1.0)  # the reset's own callbacks done
-        before = switches(sim.process.pid)
-        time.sleep(WATCHED)
-        after = switches(sim.process.pid)
+        while len(windows) < 3 and not (windows and _within_bounds(windows[-1])):
+            before = switches(sim.process.pid)
+            time.sleep(WATCHED)
+            after = switches(sim.process.pid)
+            windows.append({name: after[name] - before[name] for name in ("main", "slow callbacks", "parent-watch")
+                            if name in after})
     finally:
         client.close()
         code = sim.stop()
     assert code == 0, (tmp_path / "sim.log").read_text()
-    woke = {name: after[name] - before[name] for name in ("main", "slow callbacks", "parent-watch") if name in after}
-    # main: once per IDLE_WAIT; the parent watch: never (pidfd), or every PARENT_POLL where the kernel gives
-    # no pidfd; slow callbacks (where its nodes are installed: control_msgs' actions, simulation_interfaces):
-    # IDLE_WAIT's and the diagnostics timers of its nodes (1 Hz), each wake a switch or two (7-13 in 4 s as a
-    # rule, up to 26 in 15 runs beside other tests; polling every 0.1 s made 50: 40 of them the polling's)
-    assert woke["main"] <= WATCHED / IDLE_WAIT + 2, woke
-    assert woke["parent-watch"] <= 1 or not pidfd_works(), woke
-    assert woke.get("slow callbacks", 0) <= 8 * WATCHED, woke
+    assert _within_bounds(windows[-1]), windows
