@@ -9,6 +9,11 @@ from dataclasses import asdict, dataclass
 from typing import Callable
 
 
+class Skipped(Exception):
+    """Raised by a group's `measure` that cannot run here; its message says why and how to run it. bench.run
+    prints it under the table and writes it into the JSON, so a missing row is never silent."""
+
+
 @dataclass
 class Figure:
     group: str

@@ -17,13 +17,15 @@ from tqdm import tqdm  # noqa: E402
 
 from binpick_sim.extras import MissingExtra, require  # noqa: E402
 
-from .figures import Figure, machine  # noqa: E402
+from .figures import Figure, Skipped, machine  # noqa: E402
 
 MODULES = ["default_cell", "physics", "camera", "roundtrip", "control", "reasoning", "gym", "like_for_like", "ros_path",
            "memory", "standard", "rollouts", "datasets", "learnability", "exploration"]
 
 
-def collect(names: list[str]) -> list[Figure]:
+def collect(names: list[str], skipped: dict[str, str] | None = None) -> list[Figure]:
+    """The figures of the groups `names`, in order; a group that cannot run here (Skipped) is left out, its
+    reason put into `skipped`."""
     figures: list[Figure] = []
     with tqdm(names, desc="benchmarks", unit="group", disable=None) as bar:
         for name in bar:
@@ -35,7 +37,14 @@ def collect(names: list[str]) -> list[Figure]:
                     raise
                 tqdm.write(f"bench.{name}: not present, skipped")
                 continue
-            for figure in module.measure():
+            try:
+                measured = module.measure()
+            except Skipped as exc:
+                tqdm.write(f"bench.{name}: skipped: {exc}")
+                if skipped is not None:
+                    skipped[name] = str(exc)
+                continue
+            for figure in measured:
                 figures.append(figure if isinstance(figure, Figure) else _from_dict(name, figure))
     return figures
 
@@ -82,15 +91,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
     write_bytecode()
-    figures = collect(names)
+    skipped: dict[str, str] = {}
+    figures = collect(names, skipped)
     out = Path(os.environ.get("BENCH_OUT", "build/bench.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     report = {"date": datetime.date.today().isoformat(), "machine": machine(),
-              "figures": [f.as_dict() for f in figures]}
+              "figures": [f.as_dict() for f in figures], "skipped": skipped}
     out.write_text(json.dumps(report, indent=2))
     info = report["machine"]
     print(f"\n{report['date']}, {info['cores']} cores, {info['cpu_model']}, Python {info['python']}\n")
     print(table(figures))
+    for name, why in skipped.items():
+        print(f"\nSkipped: {name}: {why}")
     print(f"\nJSON: {out}")
     return 0
 

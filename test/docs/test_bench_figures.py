@@ -316,7 +316,23 @@ def test_the_bench_writes_the_bytecode_before_it_times_anything(monkeypatch, tmp
         os.remove(cached)  # as a fresh clone has it (another process importing meanwhile compiles in memory)
     seen = []
     monkeypatch.setattr(run, "require", lambda *names: None)  # the bench extras need not be installed
-    monkeypatch.setattr(run, "collect", lambda names: seen.append(os.path.exists(cached)) or [])
+    monkeypatch.setattr(run, "collect", lambda names, skipped: seen.append(os.path.exists(cached)) or [])
     monkeypatch.setenv("BENCH_OUT", str(tmp_path / "bench.json"))
     assert run.main(["default_cell"]) == 0
     assert seen == [True]
+
+
+def test_a_group_that_cannot_run_here_says_so_under_the_table_and_in_the_json(monkeypatch, tmp_path, capsys):
+    """bench.standard needs simulation_interfaces: without it `make bench` printed nothing for the group."""
+    import json
+
+    from bench import run
+    from binpick_sim.nodes.servers import simulation_node
+
+    monkeypatch.setattr(run, "require", lambda *names: None)
+    monkeypatch.setattr(run, "write_bytecode", lambda: None)
+    monkeypatch.setattr(simulation_node, "available", lambda: False)
+    monkeypatch.setenv("BENCH_OUT", str(tmp_path / "bench.json"))
+    assert run.main(["standard"]) == 0
+    assert "Skipped: standard: needs simulation_interfaces" in capsys.readouterr().out
+    assert json.loads((tmp_path / "bench.json").read_text())["skipped"]["standard"].startswith("needs")
