@@ -94,7 +94,7 @@ def test_objects_keep_their_convex_parts_inertia_contacts_and_looks(client, obje
         assert ours[1:4] + ours[5:] == theirs[1:4] + theirs[5:]  # link, geometry, scale, pose, colour
         assert Path(ours[4].decode()).read_bytes() == Path(theirs[4].decode()).read_bytes()  # the same mesh drawn
         assert Path(ours[4].decode()).parent == Path(copied).parent  # beside the copy (rendering.renderers.spelled)
-        assert shapeless or _dropped(client, copied) == _dropped(client, str(urdf)), urdf  # the same tumble, bit for bit
+        assert shapeless or _dropped(client, copied) == _dropped(client, str(urdf)), urdf  # same tumble, bit for bit
     cube = Path(pybullet_data.getDataPath()) / "cube_small.urdf"  # a box: nothing to hull
     assert hulls.hulled(cube, "copied") == str(cube)
 

@@ -122,7 +122,7 @@ def test_a_type_without_a_finite_point_is_drawn_again(sim, monkeypatch):
     shapeless, good = (next(f for f in object_files("train") if f.stem == stem) for stem in ("168", "001"))
     assert np.isnan(_largest_extent(shapeless))
     monkeypatch.setattr("binpick_sim.cell.scene.object_files", lambda object_set: (shapeless, good))
-    for seed in range(7100, 7108):  # unseen layouts; with two types, some of these seeds' first draw is the shapeless one
+    for seed in range(7100, 7108):  # layouts not seen yet; some of these seeds draw the shapeless type first
         sim.reset(seed=seed)
         assert sim.scene.object_urdf == good and np.isfinite(sim.scene.object_scale), seed
         for obj in sim.scene.objects:
