@@ -78,7 +78,7 @@ def test_objects_keep_their_convex_parts_inertia_contacts_and_looks(client, obje
         copied = hulls.hulled(urdf, "copied")
         copy = pybullet.loadURDF(copied, [1, 0, 0], globalScaling=0.7, physicsClientId=client)
         # A mesh without a finite point (168's) is kept as it is: PyBullet makes up its points and inertia from
-        # memory it never set (of 600 loads of 168: 7 other inertias, inf and 2e59 among them), so only its
+        # memory it never set (7 of 600 loads of 168 gave another inertia, inf and 2e59 among them), so only its
         # file is compared.
         shapeless = not np.all(np.isfinite(obj_vertices(str(urdf.with_suffix(".obj")))))
         if shapeless:
