@@ -230,8 +230,7 @@ LEAN_DEFAULT = "the floor, default scene"  # the cell's IK on its copy: issue 54
 
 def lean(scene, time_ik: bool = True) -> Timed:
     step = LeanDelta(scene)
-    clients = {id(c): c for c in (step.client, step.copy)}.values() if time_ik else ()
-    return Timed(step, step.stepper, lambda n=1: n, tuple(clients))
+    return Timed(step, step.stepper, lambda n=1: n, (step.client, step.copy) if time_ik else ())
 
 
 def default_floor(overheads: dict[str, Timed]) -> list[Figure]:

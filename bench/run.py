@@ -23,7 +23,7 @@ MODULES = ["default_cell", "physics", "camera", "roundtrip", "control", "reasoni
            "memory", "standard", "rollouts", "datasets", "learnability", "exploration"]
 
 
-def collect(names: list[str], skipped: dict[str, str] | None = None) -> list[Figure]:
+def collect(names: list[str], skipped: dict[str, str]) -> list[Figure]:
     """The figures of the groups `names`, in order; a group that cannot run here (Skipped) is left out, its
     reason put into `skipped`."""
     figures: list[Figure] = []
@@ -41,8 +41,7 @@ def collect(names: list[str], skipped: dict[str, str] | None = None) -> list[Fig
                 measured = module.measure()
             except Skipped as exc:
                 tqdm.write(f"bench.{name}: skipped: {exc}")
-                if skipped is not None:
-                    skipped[name] = str(exc)
+                skipped[name] = str(exc)
                 continue
             for figure in measured:
                 figures.append(figure if isinstance(figure, Figure) else _from_dict(name, figure))

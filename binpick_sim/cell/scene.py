@@ -350,7 +350,7 @@ class BinScene:
         rng = self.world.rng
         if not keep_object_type or self.object_urdf is None:
             files, extent = object_files(self.config.object_set), float("nan")
-            while not extent > 0:  # a shapeless type (random_urdfs/168: every point NaN) is drawn again
+            while not extent > 0:  # (NaN for a shapeless type: drawn again)
                 self.object_urdf = files[rng.integers(len(files))]
                 extent = _largest_extent(self.object_urdf)
             size = rng.uniform(*self.config.object_size_range)
